@@ -1,0 +1,328 @@
+//! Finding transcript files and grouping them into sessions.
+//!
+//! A path may be one `.jsonl` file (always taken, whatever its name), a session
+//! directory or a projects root (walked recursively). In a walk every `*.jsonl`
+//! is a transcript except two known non-transcripts: workflow journals
+//! (`…/workflows/<run>/journal.jsonl`) and capture files named `wire.jsonl`.
+//! Subagent files are the ones named `agent-*.jsonl`: in
+//! `<project>/<sid>/subagents/` (2.1.2+, flat, or under `workflows/<run>/`) they
+//! join the group of `<project>/<sid>.jsonl`; 2.0.x files beside the session
+//! files are linked to their session by the `sessionId` inside them, which
+//! needs a parse (see `model::session`).
+
+use crate::diag::{DiagKind, Diagnostic};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Whether a file is a main session transcript or a subagent's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileKind {
+    Session,
+    Subagent {
+        /// The id after `agent-` in the file name.
+        agent_id: String,
+        /// The `agent-<id>.meta.json` sidecar, when present.
+        meta: Option<PathBuf>,
+    },
+}
+
+/// One transcript file to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptFile {
+    pub path: PathBuf,
+    /// The path as shown in diagnostics (as found, not canonicalized).
+    pub display: String,
+    pub kind: FileKind,
+    /// Size at discovery time.
+    pub size: u64,
+}
+
+impl TranscriptFile {
+    pub fn is_subagent(&self) -> bool {
+        matches!(self.kind, FileKind::Subagent { .. })
+    }
+}
+
+/// Files that belong together: a main session file and the subagent files
+/// stored under its `<sid>/subagents/` directory. Indices into
+/// [`Discovery::files`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionGroup {
+    pub main: Option<usize>,
+    pub subagents: Vec<usize>,
+}
+
+impl SessionGroup {
+    /// All file indices of the group, main first.
+    pub fn files(&self) -> impl Iterator<Item = usize> + '_ {
+        self.main.into_iter().chain(self.subagents.iter().copied())
+    }
+}
+
+/// What discovery found.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    /// Sorted by path bytes, no duplicates.
+    pub files: Vec<TranscriptFile>,
+    /// Sorted by the path of their first file.
+    pub groups: Vec<SessionGroup>,
+    /// Paths that do not exist or could not be walked.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Discovery {
+    pub fn total_bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+/// The projects roots used when no path is given: every entry of
+/// `$CLAUDE_CONFIG_DIR` (a comma-separated list) + `/projects`, else
+/// `~/.claude/projects`.
+pub fn default_roots() -> Vec<PathBuf> {
+    if let Some(dirs) = std::env::var_os("CLAUDE_CONFIG_DIR") {
+        let dirs = dirs.to_string_lossy().into_owned();
+        let roots: Vec<PathBuf> = dirs
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| Path::new(d).join("projects"))
+            .collect();
+        if !roots.is_empty() {
+            return roots;
+        }
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    vec![home.join(".claude").join("projects")]
+}
+
+/// Find every transcript under `paths` and group them into sessions.
+pub fn discover(paths: &[PathBuf]) -> Discovery {
+    let mut out = Discovery::default();
+    let mut found: Vec<PathBuf> = Vec::new();
+    for root in paths {
+        match std::fs::metadata(root) {
+            Err(e) => out.diagnostics.push(Diagnostic::new(
+                root.to_string_lossy(),
+                0,
+                if e.kind() == std::io::ErrorKind::NotFound {
+                    DiagKind::NotFound
+                } else {
+                    DiagKind::Io
+                },
+                format!("cannot read path: {e}"),
+            )),
+            Ok(m) if m.is_dir() => walk(root, &mut found, &mut out.diagnostics),
+            Ok(_) => found.push(root.clone()),
+        }
+    }
+    found.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+    found.dedup();
+    out.files = found.into_iter().map(classify).collect();
+    out.groups = group(&out.files);
+    out
+}
+
+fn walk(root: &Path, found: &mut Vec<PathBuf>, diags: &mut Vec<Diagnostic>) {
+    for entry in walkdir::WalkDir::new(root).follow_links(false) {
+        let entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                let path = e.path().map(|p| p.to_string_lossy().into_owned());
+                diags.push(Diagnostic::new(
+                    path.unwrap_or_else(|| root.to_string_lossy().into_owned()),
+                    0,
+                    DiagKind::Io,
+                    format!("cannot walk: {e}"),
+                ));
+                continue;
+            }
+        };
+        let ft = entry.file_type();
+        let is_file = ft.is_file() || (ft.is_symlink() && entry.path().is_file());
+        if is_file && is_transcript_name(entry.path()) {
+            found.push(entry.into_path());
+        }
+    }
+}
+
+/// The walk's file-name rule (see the module docs).
+fn is_transcript_name(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        // A non-UTF-8 name: take it if it ends in .jsonl.
+        return path.extension().is_some_and(|e| e == "jsonl");
+    };
+    if !name.ends_with(".jsonl") || name == "wire.jsonl" {
+        return false;
+    }
+    if name == "journal.jsonl" {
+        let grandparent = path
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name);
+        if grandparent.is_some_and(|g| g == "workflows") {
+            return false;
+        }
+    }
+    true
+}
+
+fn classify(path: PathBuf) -> TranscriptFile {
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kind = match name
+        .strip_prefix("agent-")
+        .and_then(|n| n.strip_suffix(".jsonl"))
+    {
+        Some(id) => {
+            let meta = path.with_file_name(format!("agent-{id}.meta.json"));
+            FileKind::Subagent {
+                agent_id: id.to_string(),
+                meta: meta.is_file().then_some(meta),
+            }
+        }
+        None => FileKind::Session,
+    };
+    TranscriptFile {
+        display: path.to_string_lossy().into_owned(),
+        path,
+        kind,
+        size,
+    }
+}
+
+/// The `(project dir, session id)` a file belongs to by its location, if any.
+fn session_key(file: &TranscriptFile) -> Option<(PathBuf, String)> {
+    match file.kind {
+        FileKind::Session => {
+            let stem = file.path.file_stem()?.to_string_lossy().into_owned();
+            Some((file.path.parent()?.to_path_buf(), stem))
+        }
+        FileKind::Subagent { .. } => {
+            // <project>/<sid>/subagents[/workflows/<run>]/agent-<id>.jsonl
+            let mut dir = file.path.parent()?;
+            loop {
+                if dir.file_name()? == "subagents" {
+                    let sid_dir = dir.parent()?;
+                    let sid = sid_dir.file_name()?.to_string_lossy().into_owned();
+                    return Some((sid_dir.parent()?.to_path_buf(), sid));
+                }
+                dir = dir.parent()?;
+            }
+        }
+    }
+}
+
+fn group(files: &[TranscriptFile]) -> Vec<SessionGroup> {
+    let mut by_key: BTreeMap<(PathBuf, String), SessionGroup> = BTreeMap::new();
+    let mut loose: Vec<SessionGroup> = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        match (session_key(f), f.is_subagent()) {
+            (Some(key), false) => by_key.entry(key).or_default().main = Some(i),
+            (Some(key), true) => by_key.entry(key).or_default().subagents.push(i),
+            (None, false) => loose.push(SessionGroup {
+                main: Some(i),
+                subagents: Vec::new(),
+            }),
+            (None, true) => loose.push(SessionGroup {
+                main: None,
+                subagents: vec![i],
+            }),
+        }
+    }
+    let mut groups: Vec<SessionGroup> = by_key.into_values().chain(loose).collect();
+    groups.sort_by_key(|g| g.files().min().unwrap_or(usize::MAX));
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn touch(p: &Path) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, b"{}\n").unwrap();
+    }
+
+    #[test]
+    fn walks_groups_and_skips_non_transcripts() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        touch(&r.join("p/s1.jsonl"));
+        touch(&r.join("p/s1/subagents/agent-a1.jsonl"));
+        touch(&r.join("p/s1/subagents/agent-a1.meta.json"));
+        touch(&r.join("p/s1/subagents/workflows/wf1/agent-w1.jsonl"));
+        touch(&r.join("p/s1/subagents/workflows/wf1/journal.jsonl"));
+        touch(&r.join("p/agent-0123abcd.jsonl"));
+        touch(&r.join("p/s0.jsonl"));
+        touch(&r.join("p/notes.txt"));
+        touch(&r.join("cap/wire.jsonl"));
+        let d = discover(&[r.to_path_buf()]);
+        let rel: Vec<String> = d
+            .files
+            .iter()
+            .map(|f| {
+                f.path
+                    .strip_prefix(r)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                "p/agent-0123abcd.jsonl",
+                "p/s0.jsonl",
+                "p/s1.jsonl",
+                "p/s1/subagents/agent-a1.jsonl",
+                "p/s1/subagents/workflows/wf1/agent-w1.jsonl"
+            ]
+        );
+        assert!(
+            matches!(&d.files[3].kind, FileKind::Subagent { agent_id, meta: Some(_) } if agent_id == "a1")
+        );
+        assert!(matches!(
+            &d.files[4].kind,
+            FileKind::Subagent { meta: None, .. }
+        ));
+        assert_eq!(
+            d.groups,
+            vec![
+                SessionGroup {
+                    main: None,
+                    subagents: vec![0]
+                },
+                SessionGroup {
+                    main: Some(1),
+                    subagents: vec![]
+                },
+                SessionGroup {
+                    main: Some(2),
+                    subagents: vec![3, 4]
+                },
+            ]
+        );
+        assert!(d.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn explicit_files_are_taken_and_missing_paths_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("wire.jsonl");
+        touch(&f);
+        let d = discover(&[f.clone(), dir.path().join("missing"), f.clone()]);
+        assert_eq!(d.files.len(), 1);
+        assert_eq!(d.diagnostics.len(), 1);
+        assert_eq!(d.diagnostics[0].kind, DiagKind::NotFound);
+    }
+}

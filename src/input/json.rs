@@ -1,0 +1,373 @@
+//! Arena-allocated JSON values built from simd-json's tape.
+//!
+//! A line is copied once into the per-file [`Bump`] arena with simd-json's
+//! padding after it, parsed in place (`fill_tape_padded`: strings are unescaped
+//! inside that copy), and the tape is turned into a [`Json`] tree whose slices
+//! live in the same arena. Strings are `&'a str` borrowed from the arena copy:
+//! no per-string heap allocation. Object keys keep their document order (and
+//! duplicates), which later stages need to re-serialize a body byte for byte.
+
+use bumpalo::Bump;
+use simd_json::{Buffers, Node, StaticNode, Tape};
+
+/// One JSON value whose strings and children live in a per-file arena.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(&'a str),
+    Arr(&'a [Json<'a>]),
+    /// Members in document order.
+    Obj(&'a [(&'a str, Json<'a>)]),
+}
+
+/// Shared empty value, handy as a default.
+pub static NULL: Json<'static> = Json::Null;
+
+impl<'a> Json<'a> {
+    /// The member `key` of an object (first occurrence), if any.
+    #[inline]
+    pub fn get(&self, key: &str) -> Option<&'a Json<'a>> {
+        match *self {
+            Json::Obj(members) => members.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// A string member of an object.
+    #[inline]
+    pub fn get_str(&self, key: &str) -> Option<&'a str> {
+        self.get(key).and_then(Json::as_str)
+    }
+
+    /// A boolean member; `None` when absent or not a boolean.
+    #[inline]
+    pub fn get_bool(&self, key: &str) -> Option<bool> {
+        match self.get(key) {
+            Some(Json::Bool(b)) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer member.
+    #[inline]
+    pub fn get_u64(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(Json::as_u64)
+    }
+
+    #[inline]
+    pub fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn as_array(&self) -> Option<&'a [Json<'a>]> {
+        match *self {
+            Json::Arr(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn as_object(&self) -> Option<&'a [(&'a str, Json<'a>)]> {
+        match *self {
+            Json::Obj(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// Integers as `u64` (negative and fractional numbers are `None`;
+    /// a float with an exact integral value is accepted).
+    #[inline]
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Json::U64(n) => Some(n),
+            Json::I64(n) => u64::try_from(n).ok(),
+            Json::F64(f) if f >= 0.0 && f.fract() == 0.0 && f < 1.8e19 => Some(f as u64),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Json::U64(n) => Some(n as f64),
+            Json::I64(n) => Some(n as f64),
+            Json::F64(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    /// Compact JSON text (for diagnostics and tests; not the byte-exact writer).
+    pub fn to_compact_string(&self) -> String {
+        let mut out = String::new();
+        self.write_compact(&mut out);
+        out
+    }
+
+    fn write_compact(&self, out: &mut String) {
+        use std::fmt::Write;
+        match *self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+            Json::I64(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Json::U64(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Json::F64(f) => {
+                let _ = write!(out, "{f}");
+            }
+            Json::Str(s) => write_json_string(out, s),
+            Json::Arr(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_compact(out);
+                }
+                out.push(']');
+            }
+            Json::Obj(members) => {
+                out.push('{');
+                for (i, (k, v)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_json_string(out, k);
+                    out.push(':');
+                    v.write_compact(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn write_json_string(out: &mut String, s: &str) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Why a line could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseFailure {
+    /// The bytes are not valid UTF-8.
+    InvalidUtf8,
+    /// Valid UTF-8 but not valid JSON (simd-json's message).
+    Syntax(String),
+}
+
+/// Reusable per-thread parser state: simd-json's buffers and tape.
+///
+/// Keeping one per worker thread means a line parse allocates nothing on the
+/// heap once the buffers have grown to the corpus' line sizes.
+pub struct LineParser {
+    buffers: Buffers,
+    tape: Option<Tape<'static>>,
+}
+
+impl Default for LineParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Lines longer than this leave oversized buffers behind; after such a line
+/// the buffers are replaced so a single 100 MB line does not pin memory.
+const SHRINK_AFTER: usize = 16 << 20;
+
+impl LineParser {
+    pub fn new() -> Self {
+        Self {
+            buffers: Buffers::new(64 * 1024),
+            tape: Some(Tape::null()),
+        }
+    }
+
+    /// Copy `line` into `bump`, parse it in place and return its value.
+    pub fn parse<'a>(&mut self, bump: &'a Bump, line: &[u8]) -> Result<Json<'a>, ParseFailure> {
+        let len = line.len();
+        let buf: &'a mut [u8] = bump.alloc_slice_fill_copy(len + simd_json::INPUT_PADDING, b' ');
+        buf[..len].copy_from_slice(line);
+        let result = self.parse_in_place(bump, buf, len);
+        if len > SHRINK_AFTER {
+            self.buffers = Buffers::new(64 * 1024);
+        }
+        result.map_err(|msg| {
+            if std::str::from_utf8(line).is_err() {
+                ParseFailure::InvalidUtf8
+            } else {
+                ParseFailure::Syntax(msg)
+            }
+        })
+    }
+
+    fn parse_in_place<'a>(
+        &mut self,
+        bump: &'a Bump,
+        buf: &'a mut [u8],
+        len: usize,
+    ) -> Result<Json<'a>, String> {
+        // The tape's allocation is recycled across lines: `reset` clears it and
+        // forgets the previous input's lifetime.
+        let mut tape: Tape<'a> = match self.tape.take() {
+            Some(t) => t.reset(),
+            None => Tape::null(),
+        };
+        let outcome = simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape);
+        let value = match outcome {
+            Ok(()) => {
+                let mut builder = Builder {
+                    nodes: &tape.0,
+                    pos: 0,
+                    bump,
+                };
+                builder.value().ok_or_else(|| "empty document".to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        self.tape = Some(tape.reset());
+        value
+    }
+}
+
+/// Walks the tape in document order and allocates the tree in the arena.
+struct Builder<'t, 'a> {
+    nodes: &'t [Node<'a>],
+    pos: usize,
+    bump: &'a Bump,
+}
+
+impl<'a> Builder<'_, 'a> {
+    fn value(&mut self) -> Option<Json<'a>> {
+        let node = *self.nodes.get(self.pos)?;
+        self.pos += 1;
+        Some(match node {
+            Node::String(s) => Json::Str(s),
+            Node::Static(s) => match s {
+                StaticNode::Null => Json::Null,
+                StaticNode::Bool(b) => Json::Bool(b),
+                StaticNode::I64(n) => Json::I64(n),
+                StaticNode::U64(n) => Json::U64(n),
+                StaticNode::F64(f) => Json::F64(f),
+                #[allow(unreachable_patterns)]
+                _ => Json::Null,
+            },
+            Node::Array { len, .. } => {
+                let bump = self.bump;
+                let items = bump.alloc_slice_fill_with(len, |_| self.value().unwrap_or(Json::Null));
+                Json::Arr(items)
+            }
+            Node::Object { len, .. } => {
+                let bump = self.bump;
+                let members = bump.alloc_slice_fill_with(len, |_| {
+                    let key = match self.nodes.get(self.pos) {
+                        Some(Node::String(k)) => *k,
+                        _ => "",
+                    };
+                    self.pos += 1;
+                    (key, self.value().unwrap_or(Json::Null))
+                });
+                Json::Obj(members)
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse<'a>(bump: &'a Bump, s: &[u8]) -> Result<Json<'a>, ParseFailure> {
+        LineParser::new().parse(bump, s)
+    }
+
+    #[test]
+    fn keeps_key_order_and_duplicates() {
+        let bump = Bump::new();
+        let v = parse(&bump, br#"{"z":1,"a":[true,null,"x\ny"],"z":-2,"f":1.5}"#).unwrap();
+        let members = v.as_object().unwrap();
+        let keys: Vec<&str> = members.iter().map(|(k, _)| *k).collect();
+        assert_eq!(keys, ["z", "a", "z", "f"]);
+        assert_eq!(v.get("z"), Some(&Json::U64(1)));
+        assert_eq!(members[2].1, Json::I64(-2));
+        assert_eq!(v.get("f"), Some(&Json::F64(1.5)));
+        let a = v.get("a").unwrap().as_array().unwrap();
+        assert_eq!(a, &[Json::Bool(true), Json::Null, Json::Str("x\ny")]);
+        assert_eq!(
+            v.to_compact_string(),
+            r#"{"z":1,"a":[true,null,"x\ny"],"z":-2,"f":1.5}"#
+        );
+    }
+
+    #[test]
+    fn strings_borrow_from_the_arena_copy() {
+        let bump = Bump::new();
+        let line = br#"{"k":"plain"}"#.to_vec();
+        let v = parse(&bump, &line).unwrap();
+        let s = v.get_str("k").unwrap();
+        let ptr = s.as_ptr() as usize;
+        // The string is inside one of the arena's chunks, not in `line`.
+        let line_range = line.as_ptr() as usize..line.as_ptr() as usize + line.len();
+        assert!(!line_range.contains(&ptr));
+        assert!(bump.allocated_bytes() >= line.len());
+    }
+
+    #[test]
+    fn reports_syntax_and_utf8_errors() {
+        let bump = Bump::new();
+        assert!(matches!(
+            parse(&bump, b"{\"a\":"),
+            Err(ParseFailure::Syntax(_))
+        ));
+        assert!(matches!(
+            parse(&bump, b"{\"a\":\"\xff\xfe\"}"),
+            Err(ParseFailure::InvalidUtf8)
+        ));
+        assert!(matches!(parse(&bump, b""), Err(ParseFailure::Syntax(_))));
+    }
+
+    #[test]
+    fn parser_is_reusable_across_lines_and_arenas() {
+        let mut p = LineParser::new();
+        let b1 = Bump::new();
+        let v1 = p.parse(&b1, br#"{"a":"1"}"#).unwrap();
+        let b2 = Bump::new();
+        let v2 = p.parse(&b2, br#"{"b":[1,2,3]}"#).unwrap();
+        assert!(p.parse(&b2, b"nope").is_err());
+        let v3 = p.parse(&b2, br#"[]"#).unwrap();
+        assert_eq!(v1.get_str("a"), Some("1"));
+        assert_eq!(v2.get("b").unwrap().as_array().unwrap().len(), 3);
+        assert_eq!(v3, Json::Arr(&[]));
+    }
+}

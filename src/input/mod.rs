@@ -1,0 +1,252 @@
+//! Input: discover files, get their bytes, split lines, parse each line
+//! zero-copy into a per-file arena, and type it.
+
+pub mod discover;
+pub mod json;
+pub mod lines;
+pub mod source;
+
+use crate::diag::{DiagKind, Diagnostic, clip};
+use crate::model::entry::{Entry, EntryKind, type_entry};
+use bumpalo::Bump;
+use json::{Json, LineParser, ParseFailure};
+use source::SourceOptions;
+use std::cell::RefCell;
+use std::path::Path;
+
+/// How files are read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadOptions {
+    pub source: SourceOptions,
+    /// Lines longer than this are skipped with a `line_too_long` diagnostic.
+    pub max_line_bytes: usize,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            source: SourceOptions::default(),
+            max_line_bytes: 1 << 30,
+        }
+    }
+}
+
+/// The lines of one file, typed, with their problems.
+#[derive(Debug, Default)]
+pub struct ParsedLines<'a> {
+    /// Entries in file order.
+    pub entries: Vec<Entry<'a>>,
+    /// Non-blank lines.
+    pub lines: u32,
+    /// Lines that gave no entry.
+    pub bad_lines: u32,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+thread_local! {
+    static PARSER: RefCell<LineParser> = RefCell::new(LineParser::new());
+}
+
+/// Parse `data` (the bytes of the file shown as `display`) into `bump`.
+pub fn parse_bytes<'a>(
+    bump: &'a Bump,
+    data: &[u8],
+    display: &str,
+    opts: &ReadOptions,
+) -> ParsedLines<'a> {
+    PARSER.with(|p| match p.try_borrow_mut() {
+        Ok(mut parser) => parse_with(&mut parser, bump, data, display, opts),
+        // Re-entrant use on one thread (not done by ctxasm): use a fresh parser.
+        Err(_) => parse_with(&mut LineParser::new(), bump, data, display, opts),
+    })
+}
+
+fn parse_with<'a>(
+    parser: &mut LineParser,
+    bump: &'a Bump,
+    data: &[u8],
+    display: &str,
+    opts: &ReadOptions,
+) -> ParsedLines<'a> {
+    let mut out = ParsedLines {
+        bytes: data.len() as u64,
+        ..ParsedLines::default()
+    };
+    // One entry per ~600 bytes is typical of real transcripts.
+    out.entries.reserve(data.len() / 600 + 1);
+    for line in lines::lines(data) {
+        out.lines += 1;
+        let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
+        if line.bytes.len() > opts.max_line_bytes {
+            out.bad_lines += 1;
+            out.diagnostics.push(bad(
+                DiagKind::LineTooLong,
+                format!(
+                    "line of {} bytes is over the limit of {} bytes; skipped",
+                    line.bytes.len(),
+                    opts.max_line_bytes
+                ),
+            ));
+            continue;
+        }
+        let value = match parser.parse(bump, line.bytes) {
+            Ok(v) => v,
+            Err(failure) => {
+                out.bad_lines += 1;
+                out.diagnostics.push(match failure {
+                    ParseFailure::InvalidUtf8 => {
+                        bad(DiagKind::InvalidUtf8, "line is not valid UTF-8".into())
+                    }
+                    ParseFailure::Syntax(m) if line.unterminated => bad(
+                        DiagKind::TruncatedLine,
+                        format!(
+                            "last line has no newline and does not parse (being written?): {}",
+                            clip(&m, 120)
+                        ),
+                    ),
+                    ParseFailure::Syntax(m) => bad(
+                        DiagKind::InvalidJson,
+                        format!("invalid JSON: {}", clip(&m, 120)),
+                    ),
+                });
+                continue;
+            }
+        };
+        let value: &'a Json<'a> = bump.alloc(value);
+        if value.as_object().is_none() {
+            out.bad_lines += 1;
+            out.diagnostics.push(bad(
+                DiagKind::NotAnObject,
+                format!("a JSON {} is not an entry", kind_name(value)),
+            ));
+            continue;
+        }
+        match type_entry(bump, line.number, value, line.bytes) {
+            Some(entry) => {
+                if matches!(entry.kind, EntryKind::Unknown { .. }) {
+                    out.diagnostics.push(bad(
+                        DiagKind::UnknownType,
+                        format!(
+                            "unknown entry type {:?}; kept as raw",
+                            clip(entry.type_name, 80)
+                        ),
+                    ));
+                }
+                out.entries.push(entry);
+            }
+            None => {
+                out.bad_lines += 1;
+                out.diagnostics.push(bad(
+                    DiagKind::MissingType,
+                    "object has no string \"type\"".into(),
+                ));
+            }
+        }
+    }
+    if out.lines == 0 {
+        out.diagnostics.push(Diagnostic::new(
+            display,
+            0,
+            DiagKind::EmptyFile,
+            "file has no lines",
+        ));
+    }
+    out
+}
+
+fn kind_name(v: &Json<'_>) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "boolean",
+        Json::I64(_) | Json::U64(_) | Json::F64(_) => "number",
+        Json::Str(_) => "string",
+        Json::Arr(_) => "array",
+        Json::Obj(_) => "object",
+    }
+}
+
+/// Load and parse one file. An unreadable file gives an `io_error`
+/// diagnostic and no entries.
+pub fn read_file<'a>(
+    bump: &'a Bump,
+    path: &Path,
+    display: &str,
+    opts: &ReadOptions,
+) -> ParsedLines<'a> {
+    match source::load(path, &opts.source) {
+        Ok(src) => parse_bytes(bump, &src, display, opts),
+        Err(e) => ParsedLines {
+            diagnostics: vec![Diagnostic::new(
+                display,
+                0,
+                DiagKind::Io,
+                format!("cannot read file: {e}"),
+            )],
+            ..ParsedLines::default()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(p: &ParsedLines<'_>) -> Vec<(u32, DiagKind)> {
+        p.diagnostics.iter().map(|d| (d.line, d.kind)).collect()
+    }
+
+    #[test]
+    fn every_bad_line_is_a_diagnostic_and_the_rest_is_read() {
+        let bump = Bump::new();
+        let data = b"{\"type\":\"user\",\"uuid\":\"a\"}\n{\"type\":\n\xff\xfe\n[1]\n{\"no\":1}\n{\"type\":\"x-new\"}\n\n{\"type\":\"summary\",\"summary\":\"t\"}\n{\"type\":\"us";
+        let p = parse_bytes(&bump, data, "f.jsonl", &ReadOptions::default());
+        assert_eq!(p.lines, 8);
+        assert_eq!(p.bad_lines, 5);
+        assert_eq!(p.entries.len(), 3);
+        assert_eq!(
+            kinds(&p),
+            vec![
+                (2, DiagKind::InvalidJson),
+                (3, DiagKind::InvalidUtf8),
+                (4, DiagKind::NotAnObject),
+                (5, DiagKind::MissingType),
+                (6, DiagKind::UnknownType),
+                (9, DiagKind::TruncatedLine),
+            ]
+        );
+        assert_eq!(p.entries[2].type_name, "summary");
+        assert_eq!(p.entries[2].line, 8);
+        assert!(p.diagnostics.iter().all(|d| d.file == "f.jsonl"));
+    }
+
+    #[test]
+    fn empty_file_and_line_limit() {
+        let bump = Bump::new();
+        let p = parse_bytes(&bump, b"\n \n", "e.jsonl", &ReadOptions::default());
+        assert_eq!(kinds(&p), vec![(0, DiagKind::EmptyFile)]);
+        let opts = ReadOptions {
+            max_line_bytes: 10,
+            ..ReadOptions::default()
+        };
+        let p = parse_bytes(&bump, b"{\"type\":\"summary\"}\n{}\n", "l.jsonl", &opts);
+        assert_eq!(
+            kinds(&p),
+            vec![(1, DiagKind::LineTooLong), (2, DiagKind::MissingType)]
+        );
+    }
+
+    #[test]
+    fn complete_last_line_without_newline_is_fine() {
+        let bump = Bump::new();
+        let p = parse_bytes(
+            &bump,
+            b"{\"type\":\"summary\"}",
+            "n.jsonl",
+            &ReadOptions::default(),
+        );
+        assert!(p.diagnostics.is_empty());
+        assert_eq!(p.entries.len(), 1);
+    }
+}

@@ -1,0 +1,158 @@
+//! Getting a file's bytes safely, even while Claude Code appends to it.
+//!
+//! A stable file is memory-mapped with exactly the length `fstat` reported, so
+//! bytes appended later are ignored and the map never reaches past what was
+//! there. A file modified in the last `live_window` (Claude Code may still be
+//! writing it, or may rewrite it) is read with `read()` instead: a mapped file
+//! that shrinks under the reader raises SIGBUS, a read just returns fewer
+//! bytes. A final line without `\n` is reported by the line splitter, and the
+//! parser turns it into a `truncated_line` diagnostic if it does not parse.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::ops::Deref;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+/// Options for loading a file.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceOptions {
+    /// Files modified less than this long ago are read, not mapped.
+    pub live_window: Duration,
+    /// Never map; always read (useful on filesystems where mmap is slow).
+    pub no_mmap: bool,
+}
+
+impl Default for SourceOptions {
+    fn default() -> Self {
+        Self {
+            live_window: Duration::from_secs(10),
+            no_mmap: false,
+        }
+    }
+}
+
+/// The bytes of one file, mapped or read.
+pub enum Source {
+    Empty,
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl Deref for Source {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Source::Empty => &[],
+            Source::Mapped(m) => m,
+            Source::Read(v) => v,
+        }
+    }
+}
+
+impl Source {
+    /// True when the bytes came from a memory map.
+    pub fn is_mapped(&self) -> bool {
+        matches!(self, Source::Mapped(_))
+    }
+}
+
+/// Open `path` and get its bytes (see the module docs for the rules).
+pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
+    let file = File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let len = meta.len();
+    if len == 0 {
+        return Ok(Source::Empty);
+    }
+    let live = meta
+        .modified()
+        .ok()
+        .and_then(|m| SystemTime::now().duration_since(m).ok())
+        .is_none_or(|age| age < opts.live_window);
+    if opts.no_mmap || live {
+        return read_up_to(file, len).map(Source::Read);
+    }
+    let map_len = usize::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
+    // SAFETY: the map is read-only and no longer than the size fstat gave. Claude
+    // Code only appends to session files; files that changed within the live
+    // window were read above instead of mapped.
+    let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(&file)? };
+    #[cfg(unix)]
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(Source::Mapped(map))
+}
+
+/// Read at most `len` bytes (the size at open time); a file that shrank yields
+/// fewer bytes, one that grew is cut at `len` (a consistent snapshot).
+fn read_up_to(file: File, len: u64) -> io::Result<Vec<u8>> {
+    let cap = usize::try_from(len).unwrap_or(usize::MAX).min(1 << 30);
+    let mut buf = Vec::with_capacity(cap);
+    file.take(len).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn maps_stable_files_and_reads_live_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        std::fs::write(&p, b"{\"type\":\"user\"}\n").unwrap();
+        let stable = SourceOptions {
+            live_window: Duration::ZERO,
+            no_mmap: false,
+        };
+        let s = load(&p, &stable).unwrap();
+        assert!(s.is_mapped());
+        assert_eq!(&*s, b"{\"type\":\"user\"}\n");
+        let live = SourceOptions {
+            live_window: Duration::from_secs(3600),
+            no_mmap: false,
+        };
+        let s = load(&p, &live).unwrap();
+        assert!(!s.is_mapped());
+        assert_eq!(&*s, b"{\"type\":\"user\"}\n");
+    }
+
+    #[test]
+    fn empty_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("e.jsonl");
+        std::fs::File::create(&p).unwrap();
+        assert!(matches!(
+            load(&p, &SourceOptions::default()).unwrap(),
+            Source::Empty
+        ));
+        let err = load(&dir.path().join("nope.jsonl"), &SourceOptions::default())
+            .err()
+            .unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(load(dir.path(), &SourceOptions::default()).is_err());
+    }
+
+    #[test]
+    fn map_keeps_the_size_seen_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("grow.jsonl");
+        std::fs::write(&p, b"{\"a\":1}\n").unwrap();
+        let opts = SourceOptions {
+            live_window: Duration::ZERO,
+            no_mmap: false,
+        };
+        let s = load(&p, &opts).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"b\":2}\n").unwrap();
+        assert_eq!(&*s, b"{\"a\":1}\n");
+    }
+}

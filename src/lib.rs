@@ -1,0 +1,17 @@
+//! ctxasm rebuilds, from Claude Code session transcripts, the Anthropic
+//! Messages API request of every turn.
+//!
+//! Data flows one way: [`input`] (discover files, map them, split lines,
+//! parse zero-copy into a per-file arena) → [`model`] (typed entries,
+//! assistant messages, the conversation tree, sessions) → outputs such as
+//! [`stats`].
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+pub mod baseline;
+pub mod diag;
+pub mod input;
+pub mod model;
+pub mod stats;

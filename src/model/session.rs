@@ -1,0 +1,241 @@
+//! Sessions: a main transcript with its subagent transcripts, read in
+//! parallel, one arena per session group.
+//!
+//! [`for_each_session`] is the entry point later stages build on: it reads
+//! every [`SessionGroup`] of a [`Discovery`] on rayon's threads, hands each
+//! parsed [`Session`] to a closure, and returns the closure's results in
+//! discovery order (sorted by path), whatever the thread count. A panic while
+//! handling one session becomes an `internal_error` diagnostic for it; the
+//! other sessions are not lost.
+
+use super::tree::Tree;
+use crate::diag::{DiagKind, Diagnostic};
+use crate::input::discover::{Discovery, SessionGroup, TranscriptFile};
+use crate::input::{ParsedLines, ReadOptions, read_file};
+use bumpalo::Bump;
+use rayon::prelude::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// One parsed transcript file with its tree.
+#[derive(Debug)]
+pub struct ParsedFile<'a, 'd> {
+    pub file: &'d TranscriptFile,
+    pub parsed: ParsedLines<'a>,
+    pub tree: Tree<'a>,
+}
+
+impl<'a> ParsedFile<'a, '_> {
+    /// The `sessionId` the file's entries carry (the first one seen).
+    pub fn session_id(&self) -> Option<&'a str> {
+        self.parsed.entries.iter().find_map(|e| e.env.session_id)
+    }
+}
+
+/// A session: its main file (absent for a subagent file found without its
+/// session) and its subagent files.
+#[derive(Debug)]
+pub struct Session<'a, 'd> {
+    pub main: Option<ParsedFile<'a, 'd>>,
+    pub subagents: Vec<ParsedFile<'a, 'd>>,
+}
+
+impl<'a, 'd> Session<'a, 'd> {
+    /// Main file first, then subagents.
+    pub fn files(&self) -> impl Iterator<Item = &ParsedFile<'a, 'd>> {
+        self.main.iter().chain(self.subagents.iter())
+    }
+
+    /// All diagnostics of the session's files.
+    pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.files().flat_map(|f| f.parsed.diagnostics.iter())
+    }
+}
+
+/// Parse one group into `bump`.
+pub fn read_session<'a, 'd>(
+    bump: &'a Bump,
+    disc: &'d Discovery,
+    group: &SessionGroup,
+    opts: &ReadOptions,
+) -> Session<'a, 'd> {
+    let parse = |i: usize, external: &dyn Fn(&str) -> bool| {
+        let file = &disc.files[i];
+        let mut parsed = read_file(bump, &file.path, &file.display, opts);
+        let tree = Tree::build(
+            &parsed.entries,
+            &file.display,
+            external,
+            &mut parsed.diagnostics,
+        );
+        ParsedFile { file, parsed, tree }
+    };
+    let main = group.main.map(|i| parse(i, &|_| false));
+    let subagents = group
+        .subagents
+        .iter()
+        .map(|&i| {
+            // A subagent's entries may continue from the main transcript
+            // (the compaction agent does), so its uuids count as present.
+            let in_main = |u: &str| main.as_ref().is_some_and(|m| m.tree.contains(u));
+            parse(i, &in_main)
+        })
+        .collect();
+    Session { main, subagents }
+}
+
+/// How to run [`for_each_session`].
+#[derive(Default)]
+pub struct RunOptions<'p> {
+    pub read: ReadOptions,
+    /// Worker threads; `None` uses rayon's global pool (all cores).
+    pub threads: Option<usize>,
+    /// Called after each group with the bytes of its files.
+    pub progress: Option<&'p (dyn Fn(u64) + Sync)>,
+}
+
+/// Read every session of `disc` in parallel and map it with `f`. Results are
+/// in group order. A panic in reading or in `f` yields `Err` with an
+/// `internal_error` diagnostic naming the session's first file.
+pub fn for_each_session<R, F>(
+    disc: &Discovery,
+    opts: &RunOptions<'_>,
+    f: F,
+) -> Vec<Result<R, Diagnostic>>
+where
+    R: Send,
+    F: for<'a, 'd> Fn(&Session<'a, 'd>) -> R + Sync,
+{
+    let work = |group: &SessionGroup| {
+        let bump = Bump::new();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let session = read_session(&bump, disc, group, &opts.read);
+            f(&session)
+        }));
+        if let Some(progress) = opts.progress {
+            progress(group.files().map(|i| disc.files[i].size).sum());
+        }
+        result.map_err(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            let file = group
+                .files()
+                .next()
+                .map(|i| disc.files[i].display.clone())
+                .unwrap_or_default();
+            Diagnostic::new(
+                file,
+                0,
+                DiagKind::Internal,
+                format!("ctxasm bug while reading this session: {what}"),
+            )
+        })
+    };
+    let run = || disc.groups.par_iter().map(work).collect();
+    match opts.threads {
+        Some(n) => match rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+        {
+            Ok(pool) => pool.install(run),
+            Err(_) => run(),
+        },
+        None => run(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::discover::discover;
+
+    #[test]
+    fn subagent_parents_resolve_in_the_main_file_and_order_is_stable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("proj");
+        std::fs::create_dir_all(p.join("s1/subagents")).unwrap();
+        std::fs::write(
+            p.join("s1.jsonl"),
+            "{\"type\":\"user\",\"uuid\":\"m1\",\"sessionId\":\"s1\"}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            p.join("s1/subagents/agent-a1.jsonl"),
+            "{\"type\":\"user\",\"uuid\":\"x\",\"parentUuid\":\"m1\",\"sessionId\":\"s1\"}\n{\"type\":\"user\",\"uuid\":\"y\",\"parentUuid\":\"zz\"}\n",
+        )
+        .unwrap();
+        std::fs::write(p.join("s2.jsonl"), "").unwrap();
+        let disc = discover(&[dir.path().to_path_buf()]);
+        for threads in [1, 2, 4] {
+            let opts = RunOptions {
+                threads: Some(threads),
+                ..RunOptions::default()
+            };
+            let out = for_each_session(&disc, &opts, |s| {
+                let diags: Vec<(String, u32, DiagKind)> = s
+                    .diagnostics()
+                    .map(|d| {
+                        (
+                            d.file.rsplit('/').next().unwrap_or("").to_string(),
+                            d.line,
+                            d.kind,
+                        )
+                    })
+                    .collect();
+                (
+                    s.main
+                        .as_ref()
+                        .and_then(|m| m.session_id())
+                        .map(str::to_string),
+                    s.subagents.len(),
+                    diags,
+                )
+            });
+            let out: Vec<_> = out.into_iter().map(Result::unwrap).collect();
+            assert_eq!(
+                out,
+                vec![
+                    (
+                        Some("s1".to_string()),
+                        1,
+                        vec![("agent-a1.jsonl".to_string(), 2, DiagKind::MissingParent)]
+                    ),
+                    (
+                        None,
+                        0,
+                        vec![("s2.jsonl".to_string(), 0, DiagKind::EmptyFile)]
+                    ),
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_panic_in_one_session_does_not_lose_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        for s in ["a", "b", "c"] {
+            std::fs::write(
+                dir.path().join(format!("{s}.jsonl")),
+                "{\"type\":\"summary\"}\n",
+            )
+            .unwrap();
+        }
+        let disc = discover(&[dir.path().to_path_buf()]);
+        let out = for_each_session(&disc, &RunOptions::default(), |s| {
+            let name = s
+                .main
+                .as_ref()
+                .map(|m| m.file.display.clone())
+                .unwrap_or_default();
+            assert!(!name.ends_with("b.jsonl"), "boom");
+            name
+        });
+        assert_eq!(out.len(), 3);
+        assert!(out[0].is_ok() && out[2].is_ok());
+        let err = out[1].as_ref().err().unwrap();
+        assert_eq!(err.kind, DiagKind::Internal);
+        assert!(err.file.ends_with("b.jsonl"));
+    }
+}
