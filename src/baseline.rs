@@ -18,10 +18,7 @@ pub struct BaselineReport {
 }
 
 fn parse_file(path: &std::path::Path, opts: &source::SourceOptions) -> BaselineReport {
-    let mut r = BaselineReport {
-        files: 1,
-        ..BaselineReport::default()
-    };
+    let mut r = BaselineReport { files: 1, ..BaselineReport::default() };
     let Ok(src) = source::load(path, opts) else {
         return r;
     };
@@ -42,27 +39,18 @@ fn parse_file(path: &std::path::Path, opts: &source::SourceOptions) -> BaselineR
 }
 
 /// Parse every file of `disc` with the owned DOM on `threads` threads.
-pub fn owned_dom(
-    disc: &Discovery,
-    threads: Option<usize>,
-    opts: &source::SourceOptions,
-) -> BaselineReport {
+pub fn owned_dom(disc: &Discovery, threads: Option<usize>, opts: &source::SourceOptions) -> BaselineReport {
     let run = || {
-        disc.files
-            .par_iter()
-            .map(|f| parse_file(&f.path, opts))
-            .reduce(BaselineReport::default, |a, b| BaselineReport {
+        disc.files.par_iter().map(|f| parse_file(&f.path, opts)).reduce(BaselineReport::default, |a, b| {
+            BaselineReport {
                 files: a.files + b.files,
                 lines: a.lines + b.lines,
                 bad_lines: a.bad_lines + b.bad_lines,
                 bytes: a.bytes + b.bytes,
-            })
+            }
+        })
     };
-    match threads.map(|n| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build()
-    }) {
+    match threads.map(|n| rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build()) {
         Some(Ok(pool)) => pool.install(run),
         _ => run(),
     }

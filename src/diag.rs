@@ -98,29 +98,15 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn new(
-        file: impl Into<String>,
-        line: u32,
-        kind: DiagKind,
-        message: impl Into<String>,
-    ) -> Self {
-        Self {
-            file: file.into(),
-            line,
-            kind,
-            message: message.into(),
-        }
+    pub fn new(file: impl Into<String>, line: u32, kind: DiagKind, message: impl Into<String>) -> Self {
+        Self { file: file.into(), line, kind, message: message.into() }
     }
 }
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.line > 0 {
-            write!(
-                f,
-                "{}:{}: {}: {}",
-                self.file, self.line, self.kind, self.message
-            )
+            write!(f, "{}:{}: {}: {}", self.file, self.line, self.kind, self.message)
         } else {
             write!(f, "{}: {}: {}", self.file, self.kind, self.message)
         }

@@ -5,10 +5,7 @@
 //! parse zero-copy into a per-file arena) → [`model`] (typed entries,
 //! assistant messages, the conversation tree, sessions) → outputs such as
 //! [`stats`].
-#![cfg_attr(
-    not(test),
-    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
 pub mod baseline;
 pub mod diag;

@@ -53,18 +53,11 @@ struct InputArgs {
 
 impl InputArgs {
     fn source(&self) -> SourceOptions {
-        SourceOptions {
-            live_window: Duration::from_secs(self.live_window),
-            no_mmap: self.no_mmap,
-        }
+        SourceOptions { live_window: Duration::from_secs(self.live_window), no_mmap: self.no_mmap }
     }
 
     fn discover(&self) -> Discovery {
-        let paths = if self.paths.is_empty() {
-            default_roots()
-        } else {
-            self.paths.clone()
-        };
+        let paths = if self.paths.is_empty() { default_roots() } else { self.paths.clone() };
         discover(&paths)
     }
 }
@@ -98,9 +91,7 @@ fn main() -> ExitCode {
 
 fn print_json<T: serde::Serialize>(value: &T) -> ExitCode {
     let mut out = std::io::stdout().lock();
-    let written = serde_json::to_writer(&mut out, value)
-        .map_err(std::io::Error::other)
-        .and_then(|()| writeln!(out));
+    let written = serde_json::to_writer(&mut out, value).map_err(std::io::Error::other).and_then(|()| writeln!(out));
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -135,10 +126,7 @@ fn stats(args: &StatsArgs) -> ExitCode {
         }
     };
     let opts = RunOptions {
-        read: ReadOptions {
-            source: args.input.source(),
-            max_line_bytes: args.input.max_line_bytes,
-        },
+        read: ReadOptions { source: args.input.source(), max_line_bytes: args.input.max_line_bytes },
         threads: args.input.threads,
         progress: Some(&tick),
     };
@@ -161,10 +149,7 @@ fn stats(args: &StatsArgs) -> ExitCode {
     if code != ExitCode::SUCCESS {
         return code;
     }
-    let missing = disc
-        .diagnostics
-        .iter()
-        .any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io));
+    let missing = disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io));
     if missing {
         for d in &disc.diagnostics {
             eprintln!("ctxasm: {d}");
@@ -172,10 +157,7 @@ fn stats(args: &StatsArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if args.strict && !st.diagnostics.is_empty() {
-        eprintln!(
-            "ctxasm: {} diagnostic(s) and --strict",
-            st.diagnostics.len()
-        );
+        eprintln!("ctxasm: {} diagnostic(s) and --strict", st.diagnostics.len());
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS

@@ -78,9 +78,7 @@ fn count_session(s: &Session<'_, '_>) -> Partial {
                     }
                 }
                 EntryKind::Assistant(a) => match a.message_id {
-                    Some(id) => p
-                        .message_ids
-                        .push(xxhash_rust::xxh3::xxh3_128(id.as_bytes())),
+                    Some(id) => p.message_ids.push(xxhash_rust::xxh3::xxh3_128(id.as_bytes())),
                     None => p.idless_messages += 1,
                 },
                 EntryKind::ApiRequest(_) => p.recorded_requests += 1,
@@ -96,10 +94,7 @@ fn count_session(s: &Session<'_, '_>) -> Partial {
 /// Count everything in `disc`.
 pub fn collect(disc: &Discovery, opts: &RunOptions<'_>) -> Stats {
     let partials = for_each_session(disc, opts, count_session);
-    let mut st = Stats {
-        diagnostics: disc.diagnostics.clone(),
-        ..Stats::default()
-    };
+    let mut st = Stats { diagnostics: disc.diagnostics.clone(), ..Stats::default() };
     let mut ids: HashSet<u128> = HashSet::new();
     for (group, partial) in disc.groups.iter().zip(partials) {
         let p = match partial {
@@ -109,10 +104,7 @@ pub fn collect(disc: &Discovery, opts: &RunOptions<'_>) -> Stats {
                 let files: Vec<usize> = group.files().collect();
                 Partial {
                     files: files.len() as u64,
-                    subagent_files: files
-                        .iter()
-                        .filter(|&&i| disc.files[i].is_subagent())
-                        .count() as u64,
+                    subagent_files: files.iter().filter(|&&i| disc.files[i].is_subagent()).count() as u64,
                     diagnostics: vec![diag],
                     ..Partial::default()
                 }
@@ -136,8 +128,7 @@ pub fn collect(disc: &Discovery, opts: &RunOptions<'_>) -> Stats {
         st.diagnostics.extend(p.diagnostics);
     }
     st.assistant_messages += ids.len() as u64;
-    st.diagnostics
-        .sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
+    st.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
     st
 }
 
@@ -146,11 +137,7 @@ pub fn render_table(st: &Stats, elapsed_secs: f64, max_diagnostics: usize) -> St
     use std::fmt::Write;
     let mut o = String::new();
     let mb = st.bytes as f64 / 1e6;
-    let _ = writeln!(
-        o,
-        "{:<20}{:>12}   ({mb:.1} MB in {elapsed_secs:.2} s)",
-        "files", st.files
-    );
+    let _ = writeln!(o, "{:<20}{:>12}   ({mb:.1} MB in {elapsed_secs:.2} s)", "files", st.files);
     for (name, n) in [
         ("sessions", st.sessions),
         ("subagent files", st.subagent_files),
@@ -177,12 +164,7 @@ pub fn render_table(st: &Stats, elapsed_secs: f64, max_diagnostics: usize) -> St
     section("attachments by type", &st.attachments);
     if !st.diagnostics.is_empty() {
         let shown = st.diagnostics.len().min(max_diagnostics);
-        let _ = writeln!(
-            o,
-            "\ndiagnostics ({} of {}; --json lists all)",
-            shown,
-            st.diagnostics.len()
-        );
+        let _ = writeln!(o, "\ndiagnostics ({} of {}; --json lists all)", shown, st.diagnostics.len());
         for d in st.diagnostics.iter().take(shown) {
             let _ = writeln!(o, "  {d}");
         }

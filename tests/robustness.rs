@@ -16,9 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// A real Claude Code 2.1.328 transcript (32 lines).
-const REAL: &[u8] = include_bytes!(
-    "../corpora/sample/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl"
-);
+const REAL: &[u8] =
+    include_bytes!("../corpora/sample/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl");
 
 fn good_entries(data: &[u8]) -> usize {
     let bump = Bump::new();
@@ -101,15 +100,13 @@ fn a_100_mb_line_parses() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
-    f.write_all(b"{\"type\":\"summary\",\"summary\":\"before\"}\n")
-        .unwrap();
+    f.write_all(b"{\"type\":\"summary\",\"summary\":\"before\"}\n").unwrap();
     f.write_all(br#"{"type":"user","uuid":"u1","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":""#).unwrap();
     let chunk = vec![b'A'; 1 << 20];
     for _ in 0..100 {
         f.write_all(&chunk).unwrap();
     }
-    f.write_all(b"\"}}]}}\n{\"type\":\"summary\",\"summary\":\"after\"}\n")
-        .unwrap();
+    f.write_all(b"\"}}]}}\n{\"type\":\"summary\",\"summary\":\"after\"}\n").unwrap();
     drop(f);
     let bump = Bump::new();
     let p = read_file(&bump, &path, "big.jsonl", &ReadOptions::default());
@@ -122,25 +119,15 @@ fn a_100_mb_line_parses() {
     }
     // With a limit the line is skipped, the others are kept.
     let bump = Bump::new();
-    let opts = ReadOptions {
-        max_line_bytes: 1 << 20,
-        ..ReadOptions::default()
-    };
+    let opts = ReadOptions { max_line_bytes: 1 << 20, ..ReadOptions::default() };
     let p = read_file(&bump, &path, "big.jsonl", &opts);
     assert_eq!(p.entries.len(), 2);
     assert_eq!(p.diagnostics.len(), 1);
-    assert_eq!(
-        (p.diagnostics[0].line, p.diagnostics[0].kind),
-        (2, DiagKind::LineTooLong)
-    );
+    assert_eq!((p.diagnostics[0].line, p.diagnostics[0].kind), (2, DiagKind::LineTooLong));
 }
 
 fn line(n: u32) -> String {
-    let parent = if n == 0 {
-        "null".to_string()
-    } else {
-        format!("\"u{}\"", n - 1)
-    };
+    let parent = if n == 0 { "null".to_string() } else { format!("\"u{}\"", n - 1) };
     format!(
         "{{\"type\":\"user\",\"uuid\":\"u{n}\",\"parentUuid\":{parent},\"message\":{{\"role\":\"user\",\"content\":\"text-{n}-{}\"}}}}\n",
         "x".repeat((n as usize * 37) % 300)
@@ -172,10 +159,7 @@ fn live_file_appends_and_replacements() {
                 }
                 let text = line(n);
                 let (a, b) = text.as_bytes().split_at(text.len() / 2);
-                let mut f = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&path)
-                    .unwrap();
+                let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
                 f.write_all(a).unwrap();
                 f.flush().unwrap();
                 std::thread::sleep(Duration::from_micros(50));
@@ -202,13 +186,7 @@ fn live_file_appends_and_replacements() {
             }
             // The same through the parallel reader.
             let st = ctxasm::stats::collect(&disc, &RunOptions::default());
-            assert!(
-                st.diagnostics
-                    .iter()
-                    .all(|d| d.kind == DiagKind::TruncatedLine),
-                "{:?}",
-                st.diagnostics
-            );
+            assert!(st.diagnostics.iter().all(|d| d.kind == DiagKind::TruncatedLine), "{:?}", st.diagnostics);
         }
         stop.store(true, Ordering::Relaxed);
         eprintln!("live file: {seen_truncated} reads ended in a cut line");

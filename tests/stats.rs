@@ -30,13 +30,7 @@ fn expected(name: &str) -> Value {
 fn stats_of(paths: &[&str], threads: Option<usize>) -> Stats {
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let disc = discover(&paths);
-    collect(
-        &disc,
-        &RunOptions {
-            threads,
-            ..RunOptions::default()
-        },
-    )
+    collect(&disc, &RunOptions { threads, ..RunOptions::default() })
 }
 
 #[test]
@@ -55,28 +49,18 @@ fn bad_inputs_give_exactly_the_expected_diagnostics() {
 fn output_does_not_depend_on_thread_count() {
     let one = stats_of(&["corpora/sample", "tests/fixtures/bad"], Some(1));
     for threads in [2, 3, 8] {
-        assert_eq!(
-            stats_of(&["corpora/sample", "tests/fixtures/bad"], Some(threads)),
-            one
-        );
+        assert_eq!(stats_of(&["corpora/sample", "tests/fixtures/bad"], Some(threads)), one);
     }
 }
 
 fn ctxasm(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxasm"))
-        .args(args)
-        .output()
-        .unwrap()
+    Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(args).output().unwrap()
 }
 
 #[test]
 fn cli_json_is_one_object_with_the_documented_keys() {
     let out = ctxasm(&["stats", "--json", "tests/fixtures/bad"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1);
     let v: Value = serde_json::from_str(&text).unwrap();
@@ -108,18 +92,10 @@ fn cli_strict_fails_on_diagnostics_and_missing_paths_fail() {
     let out = ctxasm(&["stats", "--strict", "tests/fixtures/bad"]);
     assert_eq!(out.status.code(), Some(1));
     let table = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        table.contains("tests/fixtures/bad/truncated.jsonl:7: truncated_line"),
-        "{table}"
-    );
+    assert!(table.contains("tests/fixtures/bad/truncated.jsonl:7: truncated_line"), "{table}");
     let ok = ctxasm(&["stats", "--strict", "tests/fixtures/bad/blank_lines.jsonl"]);
     assert_eq!(ok.status.code(), Some(0));
-    let missing = ctxasm(&[
-        "stats",
-        "--json",
-        "no/such/dir",
-        "tests/fixtures/bad/blank_lines.jsonl",
-    ]);
+    let missing = ctxasm(&["stats", "--json", "no/such/dir", "tests/fixtures/bad/blank_lines.jsonl"]);
     assert_eq!(missing.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&missing.stdout).unwrap();
     assert_eq!(v["files"], json!(1));
@@ -156,10 +132,7 @@ fn real_corpora_match_independent_counts() {
     }
     for sub in ["claude-code-2.1.88", "claude-code-2.1.328", "public"] {
         let path = format!("../shared/corpora/{sub}");
-        let py = match Command::new("python3")
-            .args(["tests/fixtures/expected_counts.py", &path])
-            .output()
-        {
+        let py = match Command::new("python3").args(["tests/fixtures/expected_counts.py", &path]).output() {
             Ok(out) if out.status.success() => out.stdout,
             other => {
                 eprintln!("SKIPPED real corpora: python3 failed: {other:?}");

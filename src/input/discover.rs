@@ -7,8 +7,8 @@
 //! Subagent files are the ones named `agent-*.jsonl`: in
 //! `<project>/<sid>/subagents/` (2.1.2+, flat, or under `workflows/<run>/`) they
 //! join the group of `<project>/<sid>.jsonl`; 2.0.x files beside the session
-//! files are linked to their session by the `sessionId` inside them, which
-//! needs a parse (see `model::session`).
+//! files (`<project>/agent-<id>.jsonl`) are linked to `<project>/<sid>.jsonl`
+//! by the `sessionId` of their first line, read from the file's head.
 
 use crate::diag::{DiagKind, Diagnostic};
 use std::collections::BTreeMap;
@@ -82,19 +82,13 @@ impl Discovery {
 pub fn default_roots() -> Vec<PathBuf> {
     if let Some(dirs) = std::env::var_os("CLAUDE_CONFIG_DIR") {
         let dirs = dirs.to_string_lossy().into_owned();
-        let roots: Vec<PathBuf> = dirs
-            .split(',')
-            .map(str::trim)
-            .filter(|d| !d.is_empty())
-            .map(|d| Path::new(d).join("projects"))
-            .collect();
+        let roots: Vec<PathBuf> =
+            dirs.split(',').map(str::trim).filter(|d| !d.is_empty()).map(|d| Path::new(d).join("projects")).collect();
         if !roots.is_empty() {
             return roots;
         }
     }
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
     vec![home.join(".claude").join("projects")]
 }
 
@@ -107,22 +101,14 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             Err(e) => out.diagnostics.push(Diagnostic::new(
                 root.to_string_lossy(),
                 0,
-                if e.kind() == std::io::ErrorKind::NotFound {
-                    DiagKind::NotFound
-                } else {
-                    DiagKind::Io
-                },
+                if e.kind() == std::io::ErrorKind::NotFound { DiagKind::NotFound } else { DiagKind::Io },
                 format!("cannot read path: {e}"),
             )),
             Ok(m) if m.is_dir() => walk(root, &mut found, &mut out.diagnostics),
             Ok(_) => found.push(root.clone()),
         }
     }
-    found.sort_by(|a, b| {
-        a.as_os_str()
-            .as_encoded_bytes()
-            .cmp(b.as_os_str().as_encoded_bytes())
-    });
+    found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
     found.dedup();
     out.files = found.into_iter().map(classify).collect();
     out.groups = group(&out.files);
@@ -162,10 +148,7 @@ fn is_transcript_name(path: &Path) -> bool {
         return false;
     }
     if name == "journal.jsonl" {
-        let grandparent = path
-            .parent()
-            .and_then(Path::parent)
-            .and_then(Path::file_name);
+        let grandparent = path.parent().and_then(Path::parent).and_then(Path::file_name);
         if grandparent.is_some_and(|g| g == "workflows") {
             return false;
         }
@@ -175,29 +158,15 @@ fn is_transcript_name(path: &Path) -> bool {
 
 fn classify(path: PathBuf) -> TranscriptFile {
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let kind = match name
-        .strip_prefix("agent-")
-        .and_then(|n| n.strip_suffix(".jsonl"))
-    {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let kind = match name.strip_prefix("agent-").and_then(|n| n.strip_suffix(".jsonl")) {
         Some(id) => {
             let meta = path.with_file_name(format!("agent-{id}.meta.json"));
-            FileKind::Subagent {
-                agent_id: id.to_string(),
-                meta: meta.is_file().then_some(meta),
-            }
+            FileKind::Subagent { agent_id: id.to_string(), meta: meta.is_file().then_some(meta) }
         }
         None => FileKind::Session,
     };
-    TranscriptFile {
-        display: path.to_string_lossy().into_owned(),
-        path,
-        kind,
-        size,
-    }
+    TranscriptFile { display: path.to_string_lossy().into_owned(), path, kind, size }
 }
 
 /// The `(project dir, session id)` a file belongs to by its location, if any.
@@ -222,6 +191,18 @@ fn session_key(file: &TranscriptFile) -> Option<(PathBuf, String)> {
     }
 }
 
+/// The `sessionId` of the first line of a file that has one, looking at the
+/// first 64 KiB only (the 2.0.x agent files' lines are short).
+fn head_session_id(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(64 * 1024);
+    std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut head).ok()?;
+    head.split(|&b| b == b'\n').find_map(|line| {
+        let v: serde_json::Value = serde_json::from_slice(line).ok()?;
+        v.get("sessionId")?.as_str().map(str::to_string)
+    })
+}
+
 fn group(files: &[TranscriptFile]) -> Vec<SessionGroup> {
     let mut by_key: BTreeMap<(PathBuf, String), SessionGroup> = BTreeMap::new();
     let mut loose: Vec<SessionGroup> = Vec::new();
@@ -229,16 +210,23 @@ fn group(files: &[TranscriptFile]) -> Vec<SessionGroup> {
         match (session_key(f), f.is_subagent()) {
             (Some(key), false) => by_key.entry(key).or_default().main = Some(i),
             (Some(key), true) => by_key.entry(key).or_default().subagents.push(i),
-            (None, false) => loose.push(SessionGroup {
-                main: Some(i),
-                subagents: Vec::new(),
-            }),
-            (None, true) => loose.push(SessionGroup {
-                main: None,
-                subagents: vec![i],
-            }),
+            (None, false) => loose.push(SessionGroup { main: Some(i), subagents: Vec::new() }),
+            (None, true) => loose.push(SessionGroup { main: None, subagents: vec![i] }),
         }
     }
+    // 2.0.x: agent files beside the session files carry the parent's sessionId.
+    loose.retain(|g| {
+        let [i] = g.subagents[..] else { return true };
+        let parent = files[i].path.parent().map(Path::to_path_buf);
+        let key = parent.zip(head_session_id(&files[i].path));
+        match key.and_then(|k| by_key.get_mut(&k)).filter(|g| g.main.is_some()) {
+            Some(session) => {
+                session.subagents.push(i);
+                false
+            }
+            None => true,
+        }
+    });
     let mut groups: Vec<SessionGroup> = by_key.into_values().chain(loose).collect();
     groups.sort_by_key(|g| g.files().min().unwrap_or(usize::MAX));
     groups
@@ -262,54 +250,35 @@ mod tests {
         touch(&r.join("p/s1/subagents/agent-a1.meta.json"));
         touch(&r.join("p/s1/subagents/workflows/wf1/agent-w1.jsonl"));
         touch(&r.join("p/s1/subagents/workflows/wf1/journal.jsonl"));
-        touch(&r.join("p/agent-0123abcd.jsonl"));
+        std::fs::write(r.join("p/agent-0123abcd.jsonl"), b"{\"sessionId\":\"s0\"}\n").unwrap();
+        std::fs::write(r.join("p/agent-99.jsonl"), b"{\"sessionId\":\"elsewhere\"}\n").unwrap();
         touch(&r.join("p/s0.jsonl"));
         touch(&r.join("p/notes.txt"));
         touch(&r.join("cap/wire.jsonl"));
         let d = discover(&[r.to_path_buf()]);
-        let rel: Vec<String> = d
-            .files
-            .iter()
-            .map(|f| {
-                f.path
-                    .strip_prefix(r)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
+        let rel: Vec<String> =
+            d.files.iter().map(|f| f.path.strip_prefix(r).unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             rel,
             [
                 "p/agent-0123abcd.jsonl",
+                "p/agent-99.jsonl",
                 "p/s0.jsonl",
                 "p/s1.jsonl",
                 "p/s1/subagents/agent-a1.jsonl",
                 "p/s1/subagents/workflows/wf1/agent-w1.jsonl"
             ]
         );
-        assert!(
-            matches!(&d.files[3].kind, FileKind::Subagent { agent_id, meta: Some(_) } if agent_id == "a1")
-        );
-        assert!(matches!(
-            &d.files[4].kind,
-            FileKind::Subagent { meta: None, .. }
-        ));
+        assert!(matches!(&d.files[4].kind, FileKind::Subagent { agent_id, meta: Some(_) } if agent_id == "a1"));
+        assert!(matches!(&d.files[5].kind, FileKind::Subagent { meta: None, .. }));
         assert_eq!(
             d.groups,
             vec![
-                SessionGroup {
-                    main: None,
-                    subagents: vec![0]
-                },
-                SessionGroup {
-                    main: Some(1),
-                    subagents: vec![]
-                },
-                SessionGroup {
-                    main: Some(2),
-                    subagents: vec![3, 4]
-                },
+                // A 2.0.x agent file, linked by its sessionId.
+                SessionGroup { main: Some(2), subagents: vec![0] },
+                // Its session is not here: a group of its own.
+                SessionGroup { main: None, subagents: vec![1] },
+                SessionGroup { main: Some(3), subagents: vec![4, 5] },
             ]
         );
         assert!(d.diagnostics.is_empty());

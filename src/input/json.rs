@@ -208,10 +208,7 @@ const SHRINK_AFTER: usize = 16 << 20;
 
 impl LineParser {
     pub fn new() -> Self {
-        Self {
-            buffers: Buffers::new(64 * 1024),
-            tape: Some(Tape::null()),
-        }
+        Self { buffers: Buffers::new(64 * 1024), tape: Some(Tape::null()) }
     }
 
     /// Copy `line` into `bump`, parse it in place and return its value.
@@ -224,20 +221,11 @@ impl LineParser {
             self.buffers = Buffers::new(64 * 1024);
         }
         result.map_err(|msg| {
-            if std::str::from_utf8(line).is_err() {
-                ParseFailure::InvalidUtf8
-            } else {
-                ParseFailure::Syntax(msg)
-            }
+            if std::str::from_utf8(line).is_err() { ParseFailure::InvalidUtf8 } else { ParseFailure::Syntax(msg) }
         })
     }
 
-    fn parse_in_place<'a>(
-        &mut self,
-        bump: &'a Bump,
-        buf: &'a mut [u8],
-        len: usize,
-    ) -> Result<Json<'a>, String> {
+    fn parse_in_place<'a>(&mut self, bump: &'a Bump, buf: &'a mut [u8], len: usize) -> Result<Json<'a>, String> {
         // The tape's allocation is recycled across lines: `reset` clears it and
         // forgets the previous input's lifetime.
         let mut tape: Tape<'a> = match self.tape.take() {
@@ -247,11 +235,7 @@ impl LineParser {
         let outcome = simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape);
         let value = match outcome {
             Ok(()) => {
-                let mut builder = Builder {
-                    nodes: &tape.0,
-                    pos: 0,
-                    bump,
-                };
+                let mut builder = Builder { nodes: &tape.0, pos: 0, bump };
                 builder.value().ok_or_else(|| "empty document".to_string())
             }
             Err(e) => Err(e.to_string()),
@@ -324,10 +308,7 @@ mod tests {
         assert_eq!(v.get("f"), Some(&Json::F64(1.5)));
         let a = v.get("a").unwrap().as_array().unwrap();
         assert_eq!(a, &[Json::Bool(true), Json::Null, Json::Str("x\ny")]);
-        assert_eq!(
-            v.to_compact_string(),
-            r#"{"z":1,"a":[true,null,"x\ny"],"z":-2,"f":1.5}"#
-        );
+        assert_eq!(v.to_compact_string(), r#"{"z":1,"a":[true,null,"x\ny"],"z":-2,"f":1.5}"#);
     }
 
     #[test]
@@ -346,14 +327,8 @@ mod tests {
     #[test]
     fn reports_syntax_and_utf8_errors() {
         let bump = Bump::new();
-        assert!(matches!(
-            parse(&bump, b"{\"a\":"),
-            Err(ParseFailure::Syntax(_))
-        ));
-        assert!(matches!(
-            parse(&bump, b"{\"a\":\"\xff\xfe\"}"),
-            Err(ParseFailure::InvalidUtf8)
-        ));
+        assert!(matches!(parse(&bump, b"{\"a\":"), Err(ParseFailure::Syntax(_))));
+        assert!(matches!(parse(&bump, b"{\"a\":\"\xff\xfe\"}"), Err(ParseFailure::InvalidUtf8)));
         assert!(matches!(parse(&bump, b""), Err(ParseFailure::Syntax(_))));
     }
 

@@ -22,18 +22,12 @@ pub struct Lines<'s> {
 
 /// Split `data` into lines.
 pub fn lines(data: &[u8]) -> Lines<'_> {
-    Lines {
-        data,
-        pos: 0,
-        number: 0,
-    }
+    Lines { data, pos: 0, number: 0 }
 }
 
 #[inline]
 fn is_blank(bytes: &[u8]) -> bool {
-    bytes
-        .iter()
-        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    bytes.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
 }
 
 impl<'s> Iterator for Lines<'s> {
@@ -56,11 +50,7 @@ impl<'s> Iterator for Lines<'s> {
             let piece = piece.strip_suffix(b"\r").unwrap_or(piece);
             // Fast path: a JSONL line starts with `{`; only scan for blanks otherwise.
             if piece.first() == Some(&b'{') || !is_blank(piece) {
-                return Some(Line {
-                    number: self.number,
-                    bytes: piece,
-                    unterminated,
-                });
+                return Some(Line { number: self.number, bytes: piece, unterminated });
             }
         }
         None
@@ -72,26 +62,18 @@ mod tests {
     use super::*;
 
     fn collect(data: &[u8]) -> Vec<(u32, &[u8], bool)> {
-        lines(data)
-            .map(|l| (l.number, l.bytes, l.unterminated))
-            .collect()
+        lines(data).map(|l| (l.number, l.bytes, l.unterminated)).collect()
     }
 
     #[test]
     fn numbers_skip_blank_lines_and_strip_crlf() {
         let data = b"{\"a\":1}\r\n\n   \t\r\n{\"b\":2}\n";
-        assert_eq!(
-            collect(data),
-            vec![(1, &b"{\"a\":1}"[..], false), (4, &b"{\"b\":2}"[..], false)]
-        );
+        assert_eq!(collect(data), vec![(1, &b"{\"a\":1}"[..], false), (4, &b"{\"b\":2}"[..], false)]);
     }
 
     #[test]
     fn last_line_without_newline_is_unterminated() {
-        assert_eq!(
-            collect(b"{}\n{\"x\""),
-            vec![(1, &b"{}"[..], false), (2, &b"{\"x\""[..], true)]
-        );
+        assert_eq!(collect(b"{}\n{\"x\""), vec![(1, &b"{}"[..], false), (2, &b"{\"x\""[..], true)]);
         assert_eq!(collect(b""), vec![]);
         assert_eq!(collect(b"\n\n"), vec![]);
         assert_eq!(collect(b"x"), vec![(1, &b"x"[..], true)]);

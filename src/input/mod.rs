@@ -24,10 +24,7 @@ pub struct ReadOptions {
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self {
-            source: SourceOptions::default(),
-            max_line_bytes: 1 << 30,
-        }
+        Self { source: SourceOptions::default(), max_line_bytes: 1 << 30 }
     }
 }
 
@@ -50,12 +47,7 @@ thread_local! {
 }
 
 /// Parse `data` (the bytes of the file shown as `display`) into `bump`.
-pub fn parse_bytes<'a>(
-    bump: &'a Bump,
-    data: &[u8],
-    display: &str,
-    opts: &ReadOptions,
-) -> ParsedLines<'a> {
+pub fn parse_bytes<'a>(bump: &'a Bump, data: &[u8], display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
     PARSER.with(|p| match p.try_borrow_mut() {
         Ok(mut parser) => parse_with(&mut parser, bump, data, display, opts),
         // Re-entrant use on one thread (not done by ctxasm): use a fresh parser.
@@ -70,10 +62,7 @@ fn parse_with<'a>(
     display: &str,
     opts: &ReadOptions,
 ) -> ParsedLines<'a> {
-    let mut out = ParsedLines {
-        bytes: data.len() as u64,
-        ..ParsedLines::default()
-    };
+    let mut out = ParsedLines { bytes: data.len() as u64, ..ParsedLines::default() };
     // One entry per ~600 bytes is typical of real transcripts.
     out.entries.reserve(data.len() / 600 + 1);
     for line in lines::lines(data) {
@@ -96,20 +85,12 @@ fn parse_with<'a>(
             Err(failure) => {
                 out.bad_lines += 1;
                 out.diagnostics.push(match failure {
-                    ParseFailure::InvalidUtf8 => {
-                        bad(DiagKind::InvalidUtf8, "line is not valid UTF-8".into())
-                    }
+                    ParseFailure::InvalidUtf8 => bad(DiagKind::InvalidUtf8, "line is not valid UTF-8".into()),
                     ParseFailure::Syntax(m) if line.unterminated => bad(
                         DiagKind::TruncatedLine,
-                        format!(
-                            "last line has no newline and does not parse (being written?): {}",
-                            clip(&m, 120)
-                        ),
+                        format!("last line has no newline and does not parse (being written?): {}", clip(&m, 120)),
                     ),
-                    ParseFailure::Syntax(m) => bad(
-                        DiagKind::InvalidJson,
-                        format!("invalid JSON: {}", clip(&m, 120)),
-                    ),
+                    ParseFailure::Syntax(m) => bad(DiagKind::InvalidJson, format!("invalid JSON: {}", clip(&m, 120))),
                 });
                 continue;
             }
@@ -117,10 +98,7 @@ fn parse_with<'a>(
         let value: &'a Json<'a> = bump.alloc(value);
         if value.as_object().is_none() {
             out.bad_lines += 1;
-            out.diagnostics.push(bad(
-                DiagKind::NotAnObject,
-                format!("a JSON {} is not an entry", kind_name(value)),
-            ));
+            out.diagnostics.push(bad(DiagKind::NotAnObject, format!("a JSON {} is not an entry", kind_name(value))));
             continue;
         }
         match type_entry(bump, line.number, value, line.bytes) {
@@ -128,30 +106,19 @@ fn parse_with<'a>(
                 if matches!(entry.kind, EntryKind::Unknown { .. }) {
                     out.diagnostics.push(bad(
                         DiagKind::UnknownType,
-                        format!(
-                            "unknown entry type {:?}; kept as raw",
-                            clip(entry.type_name, 80)
-                        ),
+                        format!("unknown entry type {:?}; kept as raw", clip(entry.type_name, 80)),
                     ));
                 }
                 out.entries.push(entry);
             }
             None => {
                 out.bad_lines += 1;
-                out.diagnostics.push(bad(
-                    DiagKind::MissingType,
-                    "object has no string \"type\"".into(),
-                ));
+                out.diagnostics.push(bad(DiagKind::MissingType, "object has no string \"type\"".into()));
             }
         }
     }
     if out.lines == 0 {
-        out.diagnostics.push(Diagnostic::new(
-            display,
-            0,
-            DiagKind::EmptyFile,
-            "file has no lines",
-        ));
+        out.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
     }
     out
 }
@@ -169,21 +136,11 @@ fn kind_name(v: &Json<'_>) -> &'static str {
 
 /// Load and parse one file. An unreadable file gives an `io_error`
 /// diagnostic and no entries.
-pub fn read_file<'a>(
-    bump: &'a Bump,
-    path: &Path,
-    display: &str,
-    opts: &ReadOptions,
-) -> ParsedLines<'a> {
+pub fn read_file<'a>(bump: &'a Bump, path: &Path, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
     match source::load(path, &opts.source) {
         Ok(src) => parse_bytes(bump, &src, display, opts),
         Err(e) => ParsedLines {
-            diagnostics: vec![Diagnostic::new(
-                display,
-                0,
-                DiagKind::Io,
-                format!("cannot read file: {e}"),
-            )],
+            diagnostics: vec![Diagnostic::new(display, 0, DiagKind::Io, format!("cannot read file: {e}"))],
             ..ParsedLines::default()
         },
     }
@@ -226,26 +183,15 @@ mod tests {
         let bump = Bump::new();
         let p = parse_bytes(&bump, b"\n \n", "e.jsonl", &ReadOptions::default());
         assert_eq!(kinds(&p), vec![(0, DiagKind::EmptyFile)]);
-        let opts = ReadOptions {
-            max_line_bytes: 10,
-            ..ReadOptions::default()
-        };
+        let opts = ReadOptions { max_line_bytes: 10, ..ReadOptions::default() };
         let p = parse_bytes(&bump, b"{\"type\":\"summary\"}\n{}\n", "l.jsonl", &opts);
-        assert_eq!(
-            kinds(&p),
-            vec![(1, DiagKind::LineTooLong), (2, DiagKind::MissingType)]
-        );
+        assert_eq!(kinds(&p), vec![(1, DiagKind::LineTooLong), (2, DiagKind::MissingType)]);
     }
 
     #[test]
     fn complete_last_line_without_newline_is_fine() {
         let bump = Bump::new();
-        let p = parse_bytes(
-            &bump,
-            b"{\"type\":\"summary\"}",
-            "n.jsonl",
-            &ReadOptions::default(),
-        );
+        let p = parse_bytes(&bump, b"{\"type\":\"summary\"}", "n.jsonl", &ReadOptions::default());
         assert!(p.diagnostics.is_empty());
         assert_eq!(p.entries.len(), 1);
     }

@@ -25,10 +25,7 @@ pub struct SourceOptions {
 
 impl Default for SourceOptions {
     fn default() -> Self {
-        Self {
-            live_window: Duration::from_secs(10),
-            no_mmap: false,
-        }
+        Self { live_window: Duration::from_secs(10), no_mmap: false }
     }
 }
 
@@ -62,10 +59,7 @@ pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
     let file = File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
     let len = meta.len();
     if len == 0 {
@@ -79,8 +73,8 @@ pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
     if opts.no_mmap || live {
         return read_up_to(file, len).map(Source::Read);
     }
-    let map_len = usize::try_from(len)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
+    let map_len =
+        usize::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
     // SAFETY: the map is read-only and no longer than the size fstat gave. Claude
     // Code only appends to session files; files that changed within the live
     // window were read above instead of mapped.
@@ -109,17 +103,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.jsonl");
         std::fs::write(&p, b"{\"type\":\"user\"}\n").unwrap();
-        let stable = SourceOptions {
-            live_window: Duration::ZERO,
-            no_mmap: false,
-        };
+        let stable = SourceOptions { live_window: Duration::ZERO, no_mmap: false };
         let s = load(&p, &stable).unwrap();
         assert!(s.is_mapped());
         assert_eq!(&*s, b"{\"type\":\"user\"}\n");
-        let live = SourceOptions {
-            live_window: Duration::from_secs(3600),
-            no_mmap: false,
-        };
+        let live = SourceOptions { live_window: Duration::from_secs(3600), no_mmap: false };
         let s = load(&p, &live).unwrap();
         assert!(!s.is_mapped());
         assert_eq!(&*s, b"{\"type\":\"user\"}\n");
@@ -130,13 +118,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("e.jsonl");
         std::fs::File::create(&p).unwrap();
-        assert!(matches!(
-            load(&p, &SourceOptions::default()).unwrap(),
-            Source::Empty
-        ));
-        let err = load(&dir.path().join("nope.jsonl"), &SourceOptions::default())
-            .err()
-            .unwrap();
+        assert!(matches!(load(&p, &SourceOptions::default()).unwrap(), Source::Empty));
+        let err = load(&dir.path().join("nope.jsonl"), &SourceOptions::default()).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(load(dir.path(), &SourceOptions::default()).is_err());
     }
@@ -146,10 +129,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("grow.jsonl");
         std::fs::write(&p, b"{\"a\":1}\n").unwrap();
-        let opts = SourceOptions {
-            live_window: Duration::ZERO,
-            no_mmap: false,
-        };
+        let opts = SourceOptions { live_window: Duration::ZERO, no_mmap: false };
         let s = load(&p, &opts).unwrap();
         let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"b\":2}\n").unwrap();

@@ -116,10 +116,7 @@ pub fn block<'a>(bump: &'a Bump, raw: &'a Json<'a>) -> Block<'a> {
         "text" => BlockKind::Text { text: s("text") },
         "image" => BlockKind::Image { source: media(raw) },
         "document" => BlockKind::Document { source: media(raw) },
-        "thinking" => BlockKind::Thinking {
-            thinking: s("thinking"),
-            signature: raw.get_str("signature"),
-        },
+        "thinking" => BlockKind::Thinking { thinking: s("thinking"), signature: raw.get_str("signature") },
         "redacted_thinking" => BlockKind::RedactedThinking { data: s("data") },
         "tool_use" => BlockKind::ToolUse {
             id: s("id"),
@@ -140,9 +137,7 @@ pub fn block<'a>(bump: &'a Bump, raw: &'a Json<'a>) -> Block<'a> {
             name: s("name"),
             input: raw.get("input").unwrap_or(&crate::input::json::NULL),
         },
-        "tool_reference" => BlockKind::ToolReference {
-            tool_name: s("tool_name"),
-        },
+        "tool_reference" => BlockKind::ToolReference { tool_name: s("tool_name") },
         other if other.ends_with("_tool_result") && raw.get_str("tool_use_id").is_some() => {
             BlockKind::ServerToolResult {
                 block_type: other,
@@ -196,30 +191,14 @@ mod tests {
         assert!(matches!(
             b[1].kind,
             BlockKind::Image {
-                source: MediaSource {
-                    source_type: Some("base64"),
-                    media_type: Some("image/png"),
-                    data_len: 4
-                }
+                source: MediaSource { source_type: Some("base64"), media_type: Some("image/png"), data_len: 4 }
             }
         ));
         assert!(matches!(
             b[2].kind,
-            BlockKind::Document {
-                source: MediaSource {
-                    source_type: Some("url"),
-                    data_len: 15,
-                    ..
-                }
-            }
+            BlockKind::Document { source: MediaSource { source_type: Some("url"), data_len: 15, .. } }
         ));
-        assert_eq!(
-            b[3].kind,
-            BlockKind::Thinking {
-                thinking: "",
-                signature: Some("sig")
-            }
-        );
+        assert_eq!(b[3].kind, BlockKind::Thinking { thinking: "", signature: Some("sig") });
         assert_eq!(b[4].kind, BlockKind::RedactedThinking { data: "zz" });
         assert!(
             matches!(b[5].kind, BlockKind::ToolUse { id: "toolu_1", name: "Read", input } if input.get_str("file_path") == Some("/a"))
@@ -230,41 +209,17 @@ mod tests {
                 content: ToolResultContent::Blocks(inner),
                 is_error: Some(true),
             } => {
-                assert_eq!(
-                    inner[1].kind,
-                    BlockKind::ToolReference { tool_name: "Bash" }
-                );
+                assert_eq!(inner[1].kind, BlockKind::ToolReference { tool_name: "Bash" });
             }
             other => panic!("unexpected {other:?}"),
         }
         assert!(matches!(
             b[7].kind,
-            BlockKind::ToolResult {
-                content: ToolResultContent::Text("plain"),
-                is_error: None,
-                ..
-            }
+            BlockKind::ToolResult { content: ToolResultContent::Text("plain"), is_error: None, .. }
         ));
-        assert!(matches!(
-            b[8].kind,
-            BlockKind::ServerToolUse {
-                name: "web_search",
-                ..
-            }
-        ));
-        assert!(matches!(
-            b[9].kind,
-            BlockKind::ServerToolResult {
-                block_type: "web_search_tool_result",
-                ..
-            }
-        ));
-        assert_eq!(
-            b[10].kind,
-            BlockKind::Unknown {
-                block_type: "future_block"
-            }
-        );
+        assert!(matches!(b[8].kind, BlockKind::ServerToolUse { name: "web_search", .. }));
+        assert!(matches!(b[9].kind, BlockKind::ServerToolResult { block_type: "web_search_tool_result", .. }));
+        assert_eq!(b[10].kind, BlockKind::Unknown { block_type: "future_block" });
         assert_eq!(b[10].raw.get_u64("x"), Some(1));
     }
 
@@ -274,11 +229,6 @@ mod tests {
         let s = bump.alloc(Json::Str("hello"));
         assert_eq!(content(&bump, Some(s)), Content::Text("hello"));
         assert_eq!(content(&bump, None), Content::Missing);
-        assert_eq!(
-            content(&bump, Some(bump.alloc(Json::U64(3))))
-                .blocks()
-                .len(),
-            0
-        );
+        assert_eq!(content(&bump, Some(bump.alloc(Json::U64(3)))).blocks().len(), 0);
     }
 }

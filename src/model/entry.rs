@@ -206,8 +206,7 @@ impl<'a> Entry<'a> {
 
     /// A `system/compact_boundary` entry.
     pub fn is_compact_boundary(&self) -> bool {
-        self.as_system()
-            .is_some_and(|s| s.subtype == Some("compact_boundary"))
+        self.as_system().is_some_and(|s| s.subtype == Some("compact_boundary"))
     }
 }
 
@@ -258,8 +257,7 @@ fn usage<'a>(v: &'a Json<'a>) -> Usage<'a> {
 fn str_list<'a>(bump: &'a Bump, v: Option<&'a Json<'a>>) -> &'a [&'a str] {
     match v {
         Some(Json::Arr(items)) => {
-            let strs: smallvec::SmallVec<[&'a str; 8]> =
-                items.iter().filter_map(Json::as_str).collect();
+            let strs: smallvec::SmallVec<[&'a str; 8]> = items.iter().filter_map(Json::as_str).collect();
             bump.alloc_slice_copy(&strs)
         }
         _ => &[],
@@ -269,12 +267,7 @@ fn str_list<'a>(bump: &'a Bump, v: Option<&'a Json<'a>>) -> &'a [&'a str] {
 /// Type one parsed line. `raw_line` is the line as written (kept only for
 /// unknown types). Returns `None` when the value is not an object with a
 /// string `type`.
-pub fn type_entry<'a>(
-    bump: &'a Bump,
-    line: u32,
-    raw: &'a Json<'a>,
-    raw_line: &[u8],
-) -> Option<Entry<'a>> {
+pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[u8]) -> Option<Entry<'a>> {
     let type_name = raw.get_str("type")?;
     let env = Envelope {
         uuid: raw.get_str("uuid"),
@@ -297,9 +290,7 @@ pub fn type_entry<'a>(
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
                 tool_use_result: raw.get("toolUseResult"),
                 is_compact_summary: raw.get_bool("isCompactSummary").unwrap_or(false),
-                is_visible_in_transcript_only: raw
-                    .get_bool("isVisibleInTranscriptOnly")
-                    .unwrap_or(false),
+                is_visible_in_transcript_only: raw.get_bool("isVisibleInTranscriptOnly").unwrap_or(false),
                 source_tool_assistant_uuid: s("sourceToolAssistantUUID"),
                 prompt_id: s("promptId"),
             })
@@ -313,10 +304,7 @@ pub fn type_entry<'a>(
                 model: m("model"),
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
                 stop_reason: m("stop_reason"),
-                usage: msg
-                    .and_then(|m| m.get("usage"))
-                    .filter(|u| u.as_object().is_some())
-                    .map(usage),
+                usage: msg.and_then(|m| m.get("usage")).filter(|u| u.as_object().is_some()).map(usage),
                 is_api_error_message: raw.get_bool("isApiErrorMessage").unwrap_or(false),
             })
         }
@@ -343,33 +331,16 @@ pub fn type_entry<'a>(
                 parent_tool_use_id: s("parentToolUseID"),
             }
         }
-        "summary" => EntryKind::Summary {
-            summary: s("summary"),
-            leaf_uuid: s("leafUuid"),
-        },
+        "summary" => EntryKind::Summary { summary: s("summary"), leaf_uuid: s("leafUuid") },
         "file-history-snapshot" => EntryKind::FileHistorySnapshot {
             message_id: s("messageId"),
             is_snapshot_update: raw.get_bool("isSnapshotUpdate").unwrap_or(false),
         },
-        "queue-operation" => EntryKind::QueueOperation {
-            operation: s("operation"),
-            content: raw.get("content"),
-        },
-        "last-prompt" => EntryKind::LastPrompt {
-            last_prompt: s("lastPrompt"),
-            leaf_uuid: s("leafUuid"),
-        },
-        "permission-mode" => EntryKind::PermissionMode {
-            permission_mode: s("permissionMode"),
-        },
-        "api-request-shape" => EntryKind::ApiRequestShape {
-            shape_hash: s("shapeHash"),
-            shape: raw.get("shape"),
-        },
-        "api-request-blob" => EntryKind::ApiRequestBlob {
-            hash: s("hash"),
-            message: raw.get("message"),
-        },
+        "queue-operation" => EntryKind::QueueOperation { operation: s("operation"), content: raw.get("content") },
+        "last-prompt" => EntryKind::LastPrompt { last_prompt: s("lastPrompt"), leaf_uuid: s("leafUuid") },
+        "permission-mode" => EntryKind::PermissionMode { permission_mode: s("permissionMode") },
+        "api-request-shape" => EntryKind::ApiRequestShape { shape_hash: s("shapeHash"), shape: raw.get("shape") },
+        "api-request-blob" => EntryKind::ApiRequestBlob { hash: s("hash"), message: raw.get("message") },
         "api-request" => EntryKind::ApiRequest(ApiRequest {
             id: s("id"),
             base: s("base"),
@@ -385,23 +356,13 @@ pub fn type_entry<'a>(
             total_cost_usd: raw.get("totalCostUSD").and_then(Json::as_f64),
             model_usage: raw.get("modelUsage"),
         },
-        "tools-used" => EntryKind::ToolsUsed {
-            tools: str_list(bump, raw.get("tools")),
-        },
+        "tools-used" => EntryKind::ToolsUsed { tools: str_list(bump, raw.get("tools")) },
         "mode" => EntryKind::Mode { mode: s("mode") },
         "atis-latch" => EntryKind::AtisLatch { atis: s("atis") },
         t if is_known_untyped(t) => EntryKind::Metadata,
-        _ => EntryKind::Unknown {
-            raw_line: bump.alloc_slice_copy(raw_line),
-        },
+        _ => EntryKind::Unknown { raw_line: bump.alloc_slice_copy(raw_line) },
     };
-    Some(Entry {
-        line,
-        type_name,
-        env,
-        kind,
-        raw,
-    })
+    Some(Entry { line, type_name, env, kind, raw })
 }
 
 #[cfg(test)]
@@ -454,25 +415,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!e.is_conversation());
-        let t = entry(
-            &bump,
-            br#"{"type":"tools-used","tools":["Read","Bash"],"sessionId":"s"}"#,
-        );
-        assert_eq!(
-            t.kind,
-            EntryKind::ToolsUsed {
-                tools: &["Read", "Bash"]
-            }
-        );
-        assert_eq!(
-            entry(&bump, br#"{"type":"ai-title","aiTitle":"x"}"#).kind,
-            EntryKind::Metadata
-        );
+        let t = entry(&bump, br#"{"type":"tools-used","tools":["Read","Bash"],"sessionId":"s"}"#);
+        assert_eq!(t.kind, EntryKind::ToolsUsed { tools: &["Read", "Bash"] });
+        assert_eq!(entry(&bump, br#"{"type":"ai-title","aiTitle":"x"}"#).kind, EntryKind::Metadata);
         let line = br#"{"type":"from-the-future","x":[1]}"#;
-        assert_eq!(
-            entry(&bump, line).kind,
-            EntryKind::Unknown { raw_line: line }
-        );
+        assert_eq!(entry(&bump, line).kind, EntryKind::Unknown { raw_line: line });
     }
 
     #[test]

@@ -28,16 +28,10 @@ pub fn assistant_messages<'a>(entries: &[Entry<'a>]) -> Vec<AssistantMessage<'a>
                 Some(&g) => out[g].entries.push(i as u32),
                 None => {
                     by_id.insert(id, out.len());
-                    out.push(AssistantMessage {
-                        id: Some(id),
-                        entries: SmallVec::from_slice(&[i as u32]),
-                    });
+                    out.push(AssistantMessage { id: Some(id), entries: SmallVec::from_slice(&[i as u32]) });
                 }
             },
-            None => out.push(AssistantMessage {
-                id: None,
-                entries: SmallVec::from_slice(&[i as u32]),
-            }),
+            None => out.push(AssistantMessage { id: None, entries: SmallVec::from_slice(&[i as u32]) }),
         }
     }
     out
@@ -51,7 +45,8 @@ mod tests {
 
     #[test]
     fn fragments_share_message_id() {
-        let data = br#"{"type":"assistant","uuid":"1","message":{"id":"m1","content":[{"type":"thinking","thinking":""}]}}
+        let data =
+            br#"{"type":"assistant","uuid":"1","message":{"id":"m1","content":[{"type":"thinking","thinking":""}]}}
 {"type":"assistant","uuid":"2","message":{"id":"m1","content":[{"type":"text","text":"a"}]}}
 {"type":"user","uuid":"3","message":{"content":"x"}}
 {"type":"assistant","uuid":"4","message":{"content":[]}}
@@ -61,15 +56,7 @@ mod tests {
         let bump = Bump::new();
         let p = parse_bytes(&bump, data, "m.jsonl", &ReadOptions::default());
         let m = assistant_messages(&p.entries);
-        let got: Vec<(Option<&str>, Vec<u32>)> =
-            m.iter().map(|g| (g.id, g.entries.to_vec())).collect();
-        assert_eq!(
-            got,
-            vec![
-                (Some("m1"), vec![0, 1, 4]),
-                (None, vec![3]),
-                (Some("m2"), vec![5])
-            ]
-        );
+        let got: Vec<(Option<&str>, Vec<u32>)> = m.iter().map(|g| (g.id, g.entries.to_vec())).collect();
+        assert_eq!(got, vec![(Some("m1"), vec![0, 1, 4]), (None, vec![3]), (Some("m2"), vec![5])]);
     }
 }

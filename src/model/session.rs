@@ -61,12 +61,7 @@ pub fn read_session<'a, 'd>(
     let parse = |i: usize, external: &dyn Fn(&str) -> bool| {
         let file = &disc.files[i];
         let mut parsed = read_file(bump, &file.path, &file.display, opts);
-        let tree = Tree::build(
-            &parsed.entries,
-            &file.display,
-            external,
-            &mut parsed.diagnostics,
-        );
+        let tree = Tree::build(&parsed.entries, &file.display, external, &mut parsed.diagnostics);
         ParsedFile { file, parsed, tree }
     };
     let main = group.main.map(|i| parse(i, &|_| false));
@@ -96,11 +91,7 @@ pub struct RunOptions<'p> {
 /// Read every session of `disc` in parallel and map it with `f`. Results are
 /// in group order. A panic in reading or in `f` yields `Err` with an
 /// `internal_error` diagnostic naming the session's first file.
-pub fn for_each_session<R, F>(
-    disc: &Discovery,
-    opts: &RunOptions<'_>,
-    f: F,
-) -> Vec<Result<R, Diagnostic>>
+pub fn for_each_session<R, F>(disc: &Discovery, opts: &RunOptions<'_>, f: F) -> Vec<Result<R, Diagnostic>>
 where
     R: Send,
     F: for<'a, 'd> Fn(&Session<'a, 'd>) -> R + Sync,
@@ -120,25 +111,13 @@ where
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            let file = group
-                .files()
-                .next()
-                .map(|i| disc.files[i].display.clone())
-                .unwrap_or_default();
-            Diagnostic::new(
-                file,
-                0,
-                DiagKind::Internal,
-                format!("ctxasm bug while reading this session: {what}"),
-            )
+            let file = group.files().next().map(|i| disc.files[i].display.clone()).unwrap_or_default();
+            Diagnostic::new(file, 0, DiagKind::Internal, format!("ctxasm bug while reading this session: {what}"))
         })
     };
     let run = || disc.groups.par_iter().map(work).collect();
     match opts.threads {
-        Some(n) => match rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build()
-        {
+        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build() {
             Ok(pool) => pool.install(run),
             Err(_) => run(),
         },
@@ -156,11 +135,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("proj");
         std::fs::create_dir_all(p.join("s1/subagents")).unwrap();
-        std::fs::write(
-            p.join("s1.jsonl"),
-            "{\"type\":\"user\",\"uuid\":\"m1\",\"sessionId\":\"s1\"}\n",
-        )
-        .unwrap();
+        std::fs::write(p.join("s1.jsonl"), "{\"type\":\"user\",\"uuid\":\"m1\",\"sessionId\":\"s1\"}\n").unwrap();
         std::fs::write(
             p.join("s1/subagents/agent-a1.jsonl"),
             "{\"type\":\"user\",\"uuid\":\"x\",\"parentUuid\":\"m1\",\"sessionId\":\"s1\"}\n{\"type\":\"user\",\"uuid\":\"y\",\"parentUuid\":\"zz\"}\n",
@@ -169,44 +144,20 @@ mod tests {
         std::fs::write(p.join("s2.jsonl"), "").unwrap();
         let disc = discover(&[dir.path().to_path_buf()]);
         for threads in [1, 2, 4] {
-            let opts = RunOptions {
-                threads: Some(threads),
-                ..RunOptions::default()
-            };
+            let opts = RunOptions { threads: Some(threads), ..RunOptions::default() };
             let out = for_each_session(&disc, &opts, |s| {
                 let diags: Vec<(String, u32, DiagKind)> = s
                     .diagnostics()
-                    .map(|d| {
-                        (
-                            d.file.rsplit('/').next().unwrap_or("").to_string(),
-                            d.line,
-                            d.kind,
-                        )
-                    })
+                    .map(|d| (d.file.rsplit('/').next().unwrap_or("").to_string(), d.line, d.kind))
                     .collect();
-                (
-                    s.main
-                        .as_ref()
-                        .and_then(|m| m.session_id())
-                        .map(str::to_string),
-                    s.subagents.len(),
-                    diags,
-                )
+                (s.main.as_ref().and_then(|m| m.session_id()).map(str::to_string), s.subagents.len(), diags)
             });
             let out: Vec<_> = out.into_iter().map(Result::unwrap).collect();
             assert_eq!(
                 out,
                 vec![
-                    (
-                        Some("s1".to_string()),
-                        1,
-                        vec![("agent-a1.jsonl".to_string(), 2, DiagKind::MissingParent)]
-                    ),
-                    (
-                        None,
-                        0,
-                        vec![("s2.jsonl".to_string(), 0, DiagKind::EmptyFile)]
-                    ),
+                    (Some("s1".to_string()), 1, vec![("agent-a1.jsonl".to_string(), 2, DiagKind::MissingParent)]),
+                    (None, 0, vec![("s2.jsonl".to_string(), 0, DiagKind::EmptyFile)]),
                 ]
             );
         }
@@ -216,19 +167,11 @@ mod tests {
     fn a_panic_in_one_session_does_not_lose_the_others() {
         let dir = tempfile::tempdir().unwrap();
         for s in ["a", "b", "c"] {
-            std::fs::write(
-                dir.path().join(format!("{s}.jsonl")),
-                "{\"type\":\"summary\"}\n",
-            )
-            .unwrap();
+            std::fs::write(dir.path().join(format!("{s}.jsonl")), "{\"type\":\"summary\"}\n").unwrap();
         }
         let disc = discover(&[dir.path().to_path_buf()]);
         let out = for_each_session(&disc, &RunOptions::default(), |s| {
-            let name = s
-                .main
-                .as_ref()
-                .map(|m| m.file.display.clone())
-                .unwrap_or_default();
+            let name = s.main.as_ref().map(|m| m.file.display.clone()).unwrap_or_default();
             assert!(!name.ends_with("b.jsonl"), "boom");
             name
         });

@@ -44,11 +44,7 @@ impl<'a> Tree<'a> {
         external: &dyn Fn(&str) -> bool,
         diags: &mut Vec<Diagnostic>,
     ) -> Tree<'a> {
-        let mut tree = Tree {
-            nodes: Vec::new(),
-            index: HashMap::new(),
-            active_leaf: None,
-        };
+        let mut tree = Tree { nodes: Vec::new(), index: HashMap::new(), active_leaf: None };
         for (i, e) in entries.iter().enumerate() {
             let Some(uuid) = e.env.uuid else { continue };
             if let Some(&first) = tree.index.get(uuid) {
@@ -62,12 +58,7 @@ impl<'a> Tree<'a> {
                 continue;
             }
             tree.index.insert(uuid, tree.nodes.len() as u32);
-            tree.nodes.push(Node {
-                entry: i as u32,
-                parent: None,
-                logical_parent: None,
-                children: SmallVec::new(),
-            });
+            tree.nodes.push(Node { entry: i as u32, parent: None, logical_parent: None, children: SmallVec::new() });
         }
         for n in 0..tree.nodes.len() {
             let e = &entries[tree.nodes[n].entry as usize];
@@ -114,18 +105,17 @@ impl<'a> Tree<'a> {
                         let from = path.iter().position(|&x| x == c).unwrap_or(0);
                         let members = &path[from..];
                         let line_of = |n: u32| entries[self.nodes[n as usize].entry as usize].line;
-                        let cut = members
-                            .iter()
-                            .copied()
-                            .min_by_key(|&n| line_of(n))
-                            .unwrap_or(c);
+                        let cut = members.iter().copied().min_by_key(|&n| line_of(n)).unwrap_or(c);
                         let mut lines: Vec<u32> = members.iter().map(|&n| line_of(n)).collect();
                         lines.sort_unstable();
                         diags.push(Diagnostic::new(
                             display,
                             line_of(cut),
                             DiagKind::ParentCycle,
-                            format!("parentUuid links loop through lines {lines:?}; the link of line {} is cut", line_of(cut)),
+                            format!(
+                                "parentUuid links loop through lines {lines:?}; the link of line {} is cut",
+                                line_of(cut)
+                            ),
                         ));
                         self.nodes[cut as usize].parent = None;
                         break;
@@ -146,9 +136,7 @@ impl<'a> Tree<'a> {
     fn find_active_leaf(&self, entries: &[Entry<'a>]) -> Option<u32> {
         // The newest last-prompt whose leaf is in this file.
         let from_last_prompt = entries.iter().rev().find_map(|e| match e.kind {
-            EntryKind::LastPrompt {
-                leaf_uuid: Some(l), ..
-            } => self.index.get(l).copied(),
+            EntryKind::LastPrompt { leaf_uuid: Some(l), .. } => self.index.get(l).copied(),
             _ => None,
         });
         if from_last_prompt.is_some() {
@@ -156,8 +144,7 @@ impl<'a> Tree<'a> {
         }
         // Else the newest leaf of the main chain (not a sidechain, not
         // progress); ties go to the later line.
-        let leaves =
-            || (0..self.nodes.len() as u32).filter(|&n| self.nodes[n as usize].children.is_empty());
+        let leaves = || (0..self.nodes.len() as u32).filter(|&n| self.nodes[n as usize].children.is_empty());
         let key = |n: &u32| {
             let e = &entries[self.nodes[*n as usize].entry as usize];
             (e.env.timestamp.unwrap_or(""), e.line)
@@ -166,10 +153,7 @@ impl<'a> Tree<'a> {
             let e = &entries[self.nodes[*n as usize].entry as usize];
             !e.env.is_sidechain && !matches!(e.kind, EntryKind::Progress { .. })
         };
-        leaves()
-            .filter(main)
-            .max_by_key(key)
-            .or_else(|| leaves().max_by_key(key))
+        leaves().filter(main).max_by_key(key).or_else(|| leaves().max_by_key(key))
     }
 
     /// The node of a uuid.
@@ -208,21 +192,14 @@ impl<'a> Tree<'a> {
     /// The active branch (entry indices, oldest first); empty for a file
     /// without conversation entries.
     pub fn active_branch(&self) -> Vec<u32> {
-        self.active_leaf
-            .map(|l| self.branch_to(l))
-            .unwrap_or_default()
+        self.active_leaf.map(|l| self.branch_to(l)).unwrap_or_default()
     }
 }
 
 /// Positions in `branch` of compact boundaries: the API sees only what comes
 /// after the last one.
 pub fn compact_boundaries(entries: &[Entry<'_>], branch: &[u32]) -> Vec<usize> {
-    branch
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| entries[**e as usize].is_compact_boundary())
-        .map(|(i, _)| i)
-        .collect()
+    branch.iter().enumerate().filter(|(_, e)| entries[**e as usize].is_compact_boundary()).map(|(i, _)| i).collect()
 }
 
 #[cfg(test)]
@@ -236,11 +213,8 @@ mod tests {
         let p = parse_bytes(&bump, data.as_bytes(), "t.jsonl", &ReadOptions::default());
         let mut diags = Vec::new();
         let tree = Tree::build(&p.entries, "t.jsonl", &|u| u == "ext", &mut diags);
-        let branch = tree
-            .active_branch()
-            .iter()
-            .map(|&i| p.entries[i as usize].env.uuid.unwrap_or("").to_string())
-            .collect();
+        let branch =
+            tree.active_branch().iter().map(|&i| p.entries[i as usize].env.uuid.unwrap_or("").to_string()).collect();
         (diags, branch, tree.roots().count())
     }
 
