@@ -33,9 +33,7 @@ fn benches(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("read");
     g.throughput(Throughput::Bytes(data.len() as u64));
-    g.bench_function("line_split", |b| {
-        b.iter(|| lines::lines(black_box(&data)).count())
-    });
+    g.bench_function("line_split", |b| b.iter(|| lines::lines(black_box(&data)).count()));
     g.bench_function("parse_arena", |b| {
         b.iter(|| {
             let bump = Bump::with_capacity(data.len() * 2);
@@ -72,17 +70,10 @@ fn benches(c: &mut Criterion) {
     let mut g = c.benchmark_group("stats");
     g.throughput(Throughput::Bytes(disc.total_bytes()));
     for threads in [1, 2] {
-        g.bench_with_input(
-            BenchmarkId::new("collect_sample", threads),
-            &threads,
-            |b, &t| {
-                let run = RunOptions {
-                    threads: Some(t),
-                    ..RunOptions::default()
-                };
-                b.iter(|| ctxasm::stats::collect(&disc, &run).lines)
-            },
-        );
+        g.bench_with_input(BenchmarkId::new("collect_sample", threads), &threads, |b, &t| {
+            let run = RunOptions { threads: Some(t), ..RunOptions::default() };
+            b.iter(|| ctxasm::stats::collect(&disc, &run).lines)
+        });
     }
     g.finish();
 }

@@ -167,7 +167,7 @@ fn live_file_appends_and_replacements() {
                 n += 1;
             }
         });
-        let disc = discover(&[path.clone()]);
+        let disc = discover(std::slice::from_ref(&path));
         let mut seen_truncated = 0;
         for _ in 0..300 {
             let bump = Bump::new();
