@@ -10,5 +10,6 @@
 pub mod baseline;
 pub mod diag;
 pub mod input;
+pub mod jsonout;
 pub mod model;
 pub mod stats;
