@@ -38,6 +38,11 @@ pub enum DiagKind {
     MissingParent,
     /// `parentUuid` links that loop.
     ParentCycle,
+    /// A recorded request that cannot be rebuilt exactly (a tail hash that
+    /// matches no message, a missing base or shape, a bad cacheControl path).
+    RecordMismatch,
+    /// A rebuilt body that differs from the captured wire request.
+    WireMismatch,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -58,6 +63,8 @@ impl DiagKind {
             DiagKind::DuplicateUuid => "duplicate_uuid",
             DiagKind::MissingParent => "missing_parent",
             DiagKind::ParentCycle => "parent_cycle",
+            DiagKind::RecordMismatch => "record_mismatch",
+            DiagKind::WireMismatch => "wire_mismatch",
             DiagKind::Internal => "internal_error",
         }
     }

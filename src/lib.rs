@@ -7,9 +7,12 @@
 //! [`stats`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
 
+pub mod assemble;
 pub mod baseline;
 pub mod diag;
 pub mod input;
 pub mod jsonout;
 pub mod model;
 pub mod stats;
+pub mod verify;
+pub mod write;

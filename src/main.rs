@@ -5,6 +5,7 @@ use ctxasm::diag::DiagKind;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::source::SourceOptions;
+use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions, local_device_id};
 use ctxasm::model::session::RunOptions;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -26,6 +27,12 @@ struct Cli {
 enum Command {
     /// Count files, lines, entries and messages, and list every defect found.
     Stats(StatsArgs),
+    /// Rebuild the request bodies of every turn (batch or dedup output).
+    Assemble(AssembleArgs),
+    /// Check rebuilt requests against the transcript's hashes and a capture.
+    Verify(VerifyArgs),
+    /// Write the batch format of a dedup directory.
+    Expand(ExpandArgs),
     /// Speed baseline for scripts/bench-compare: parse every line with
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
@@ -56,10 +63,97 @@ impl InputArgs {
         SourceOptions { live_window: Duration::from_secs(self.live_window), no_mmap: self.no_mmap }
     }
 
+    fn run_options(&self) -> RunOptions<'static> {
+        RunOptions {
+            read: ReadOptions { source: self.source(), max_line_bytes: self.max_line_bytes },
+            ..RunOptions::with_threads(self.threads)
+        }
+    }
+
     fn discover(&self) -> Discovery {
         let paths = if self.paths.is_empty() { default_roots() } else { self.paths.clone() };
         discover(&paths)
     }
+}
+
+#[derive(Args)]
+struct IdentityArgs {
+    /// metadata.user_id.device_id [default: userID of ~/.claude.json, else 64 zeros].
+    #[arg(long)]
+    device_id: Option<String>,
+    /// metadata.user_id.account_uuid (empty for API-key sessions).
+    #[arg(long, default_value = "")]
+    account_uuid: String,
+}
+
+impl IdentityArgs {
+    fn record_options(&self) -> RecordOptions {
+        let device_id = self
+            .device_id
+            .clone()
+            .or_else(local_device_id)
+            .unwrap_or_else(|| PLACEHOLDER_DEVICE_ID.to_string());
+        RecordOptions { device_id, account_uuid: self.account_uuid.clone(), ..RecordOptions::default() }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Batch,
+    Dedup,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    /// Replay the requests the transcript recorded (api-request entries).
+    Records,
+}
+
+#[derive(Args)]
+struct AssembleArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    identity: IdentityArgs,
+    #[arg(long, value_enum, default_value = "records")]
+    mode: Mode,
+    #[arg(long, value_enum, default_value = "batch")]
+    format: Format,
+    /// Output file (batch; `-` = stdout) or directory (dedup).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
+    /// Requests per chain: all, last, or N (the 0-based request index).
+    #[arg(long, default_value = "all")]
+    turns: ctxasm::write::Turns,
+    /// Print the summary as JSON on stderr.
+    #[arg(long)]
+    json: bool,
+    /// Exit with status 1 when there is any diagnostic.
+    #[arg(long)]
+    strict: bool,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    identity: IdentityArgs,
+    /// A capture (wire.jsonl: one object per request with body and raw_b64).
+    #[arg(long)]
+    wire: Vec<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ExpandArgs {
+    /// A directory written by `assemble --format dedup`.
+    dir: PathBuf,
+    /// Output file (`-` = stdout).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
 }
 
 #[derive(Args)]
@@ -81,6 +175,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Stats(args) => stats(&args),
+        Command::Assemble(args) => assemble(&args),
+        Command::Verify(args) => verify(&args),
+        Command::Expand(args) => expand(&args),
         Command::BenchBaseline(args) => {
             let disc = args.discover();
             let report = ctxasm::baseline::owned_dom(&disc, args.threads, &args.source());
@@ -125,11 +222,7 @@ fn stats(args: &StatsArgs) -> ExitCode {
             b.inc(bytes);
         }
     };
-    let opts = RunOptions {
-        read: ReadOptions { source: args.input.source(), max_line_bytes: args.input.max_line_bytes },
-        threads: args.input.threads,
-        progress: Some(&tick),
-    };
+    let opts = RunOptions { progress: Some(&tick), ..args.input.run_options() };
     let st = ctxasm::stats::collect(&disc, &opts);
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -161,4 +254,140 @@ fn stats(args: &StatsArgs) -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+fn open_output(path: &std::path::Path) -> std::io::Result<Box<dyn Write>> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())));
+    }
+    let f = std::fs::File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+}
+
+fn assemble(args: &AssembleArgs) -> ExitCode {
+    let start = Instant::now();
+    let disc = args.input.discover();
+    let run = args.input.run_options();
+    let opts = ctxasm::write::AssembleOptions { records: args.identity.record_options(), turns: args.turns };
+    let result = match args.format {
+        Format::Batch => open_output(&args.output).and_then(|mut out| ctxasm::write::write_batch(&disc, &run, &opts, &mut out)),
+        Format::Dedup => {
+            if args.output.as_os_str() == "-" {
+                eprintln!("ctxasm: --format dedup needs -o DIR");
+                return ExitCode::from(2);
+            }
+            ctxasm::write::write_dedup(&disc, &run, &opts, &args.output)
+        }
+    };
+    let mut summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    summary.diagnostics.splice(0..0, disc.diagnostics.iter().cloned());
+    let secs = start.elapsed().as_secs_f64();
+    if args.json {
+        match serde_json::to_string(&summary) {
+            Ok(text) => eprintln!("{text}"),
+            Err(e) => eprintln!("ctxasm: {e}"),
+        }
+    } else {
+        for d in summary.diagnostics.iter().take(20) {
+            eprintln!("ctxasm: {d}");
+        }
+        if summary.diagnostics.len() > 20 {
+            eprintln!("ctxasm: … {} more diagnostics (--json lists all)", summary.diagnostics.len() - 20);
+        }
+        let ratio = if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
+        eprintln!(
+            "ctxasm: {} sessions, {} recorded requests, {} written; {:.1} MB written ({:.1}% of the batch format's {:.1} MB){}; {:.2} s, {:.0} MB/s",
+            summary.sessions,
+            summary.recorded_requests,
+            summary.requests_written,
+            summary.bytes_written as f64 / 1e6,
+            ratio * 100.0,
+            summary.batch_bytes as f64 / 1e6,
+            if args.format == Format::Dedup { format!(", {} segments", summary.segments) } else { String::new() },
+            secs,
+            summary.bytes_written as f64 / 1e6 / secs.max(1e-9),
+        );
+    }
+    if disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io)) {
+        return ExitCode::from(2);
+    }
+    if args.strict && !summary.diagnostics.is_empty() {
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+fn verify(args: &VerifyArgs) -> ExitCode {
+    let disc = args.input.discover();
+    let run = args.input.run_options();
+    let mut wire: Option<ctxasm::verify::Wire> = None;
+    for path in &args.wire {
+        match ctxasm::verify::read_wire(path) {
+            Ok(w) => {
+                let all = wire.get_or_insert_with(Default::default);
+                for (k, mut v) in w {
+                    all.entry(k).or_default().append(&mut v);
+                }
+            }
+            Err(e) => {
+                eprintln!("ctxasm: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let report = ctxasm::verify::verify(&disc, &run, &args.identity.record_options(), wire.as_ref());
+    let code = if args.json {
+        print_json(&report)
+    } else {
+        let mut o = String::new();
+        use std::fmt::Write as _;
+        let _ = writeln!(o, "sessions          {:>8}", report.sessions);
+        let _ = writeln!(o, "requests          {:>8}", report.requests);
+        let _ = writeln!(o, "messages hashed   {:>8}   matching {}", report.messages_hashed, report.hash_matches);
+        if wire.is_some() {
+            let _ = writeln!(
+                o,
+                "wire compared     {:>8}   byte-equal {}   JSON-equal {}",
+                report.wire_compared, report.wire_byte_equal, report.wire_json_equal
+            );
+        }
+        for m in &report.mismatches {
+            let _ = writeln!(o, "{} {}:{}: {}", m.kind, m.file, m.line, m.message);
+            if let Some(p) = &m.path {
+                let show = |v: &Option<serde_json::Value>| {
+                    v.as_ref().map(|v| ctxasm::diag::clip(&v.to_string(), 200)).unwrap_or_default()
+                };
+                let _ = writeln!(o, "  at {p}: expected {} got {}", show(&m.expected), show(&m.got));
+            }
+        }
+        let _ = writeln!(o, "{}", if report.clean() { "verify: clean" } else { "verify: MISMATCH" });
+        match std::io::stdout().lock().write_all(o.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(2),
+        }
+    };
+    if code != ExitCode::SUCCESS {
+        return code;
+    }
+    if disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io)) {
+        return ExitCode::from(2);
+    }
+    if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+fn expand(args: &ExpandArgs) -> ExitCode {
+    let result = open_output(&args.output).and_then(|mut out| ctxasm::write::expand(&args.dir, &mut out));
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

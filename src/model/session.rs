@@ -39,6 +39,14 @@ pub struct Session<'a, 'd> {
     pub subagents: Vec<ParsedFile<'a, 'd>>,
 }
 
+impl RunOptions<'_> {
+    /// Options using `threads` worker threads (`None`: all cores).
+    pub fn with_threads(threads: Option<usize>) -> Self {
+        let pool = threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().ok());
+        Self { pool, ..Self::default() }
+    }
+}
+
 impl<'a, 'd> Session<'a, 'd> {
     /// Main file first, then subagents.
     pub fn files(&self) -> impl Iterator<Item = &ParsedFile<'a, 'd>> {
@@ -83,7 +91,7 @@ pub fn read_session<'a, 'd>(
 pub struct RunOptions<'p> {
     pub read: ReadOptions,
     /// Worker threads; `None` uses rayon's global pool (all cores).
-    pub threads: Option<usize>,
+    pub pool: Option<rayon::ThreadPool>,
     /// Called after each group with the bytes of its files.
     pub progress: Option<&'p (dyn Fn(u64) + Sync)>,
 }
@@ -96,11 +104,27 @@ where
     R: Send,
     F: for<'a, 'd> Fn(&Session<'a, 'd>) -> R + Sync,
 {
+    for_each_session_of(disc, &disc.groups, opts, |_, s| f(s))
+}
+
+/// Like [`for_each_session`] for a slice of `disc`'s groups (callers that
+/// write output process the corpus in chunks to bound memory), with the
+/// session's arena handed to `f` for values it builds.
+pub fn for_each_session_of<R, F>(
+    disc: &Discovery,
+    groups: &[SessionGroup],
+    opts: &RunOptions<'_>,
+    f: F,
+) -> Vec<Result<R, Diagnostic>>
+where
+    R: Send,
+    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
+{
     let work = |group: &SessionGroup| {
         let bump = Bump::new();
         let result = catch_unwind(AssertUnwindSafe(|| {
             let session = read_session(&bump, disc, group, &opts.read);
-            f(&session)
+            f(&bump, &session)
         }));
         if let Some(progress) = opts.progress {
             progress(group.files().map(|i| disc.files[i].size).sum());
@@ -115,12 +139,9 @@ where
             Diagnostic::new(file, 0, DiagKind::Internal, format!("ctxasm bug while reading this session: {what}"))
         })
     };
-    let run = || disc.groups.par_iter().map(work).collect();
-    match opts.threads {
-        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build() {
-            Ok(pool) => pool.install(run),
-            Err(_) => run(),
-        },
+    let run = || groups.par_iter().map(work).collect();
+    match &opts.pool {
+        Some(pool) => pool.install(run),
         None => run(),
     }
 }
@@ -144,7 +165,7 @@ mod tests {
         std::fs::write(p.join("s2.jsonl"), "").unwrap();
         let disc = discover(&[dir.path().to_path_buf()]);
         for threads in [1, 2, 4] {
-            let opts = RunOptions { threads: Some(threads), ..RunOptions::default() };
+            let opts = RunOptions::with_threads(Some(threads));
             let out = for_each_session(&disc, &opts, |s| {
                 let diags: Vec<(String, u32, DiagKind)> = s
                     .diagnostics()

@@ -1,0 +1,615 @@
+//! Record replay: rebuild every request a recent Claude Code recorded.
+//!
+//! A transcript of this era (2.1.3xx) writes, per request, an `api-request`
+//! entry: `base` (the previous request's id), `keep` (messages kept from it),
+//! `tail` (SHA-256 of each appended message, see [`jsonout::message_hash`]),
+//! `cacheControl` (JSON paths that get a `cache_control` member), `params`
+//! and a `shapeHash` naming an `api-request-shape` (system blocks and tools).
+//! A tail message is either an `api-request-blob` or a message that is in the
+//! transcript as user / assistant entries; those are rebuilt (user entries
+//! in file order merged while consecutive, a string prompt as one text block;
+//! assistant lines merged by `message.id`) and found by hash. A hash that
+//! matches nothing is a diagnostic naming the request and position; that
+//! request is not emitted.
+//!
+//! Wire rules the captures show (all 14 scenarios of
+//! `../shared/corpora/claude-code-2.1.328`, byte for byte):
+//! - `cache_control` is appended as the last member of the object a
+//!   `cacheControl` path names;
+//! - then a `user` or `system` message whose content is exactly one
+//!   `{type: "text", text}` block without `cache_control` is sent with the
+//!   text as a plain string content;
+//! - `system` = the billing header block, then the shape's blocks;
+//! - body keys: `model, messages, system, tools, metadata`, the recorded
+//!   params except `model` and `betas` (sent as the `anthropic-beta` header),
+//!   `stream: true`;
+//! - `metadata.user_id` is the JSON text
+//!   `{"device_id":…,"account_uuid":…,"session_id":…}`.
+//!
+//! The billing header is `x-anthropic-billing-header: cc_version=<version>.<3
+//! hex>; cc_entrypoint=<entrypoint>;`. The 3 hex are the first three hex
+//! digits of SHA-256(salt + c4 + c7 + c20 + version), where cN is the Nth
+//! character (UTF-16 unit) of the first user text that is not a
+//! `<system-reminder>` (`0` when the text is shorter) and the salt is
+//! `59cf53e54c78`. This rule is described publicly by third parties; it was
+//! checked here on all 28 captured sessions (14 per release; for 2.1.88 the
+//! first text block counts, reminder or not).
+
+use super::{Body, Request};
+use crate::diag::{DiagKind, Diagnostic};
+use crate::input::json::Json;
+use crate::jsonout::{self, hex, message_hash, parse_sha256};
+use crate::model::entry::{Entry, EntryKind};
+use crate::model::session::{ParsedFile, Session};
+use bumpalo::Bump;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+
+/// Identity fields the transcript does not hold.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// `metadata.user_id.device_id`.
+    pub device_id: String,
+    /// `metadata.user_id.account_uuid` (empty for API-key users).
+    pub account_uuid: String,
+    /// Salt of the billing header's version suffix.
+    pub billing_salt: String,
+}
+
+/// Used when no device id is given and `~/.claude.json` has none.
+pub const PLACEHOLDER_DEVICE_ID: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The salt of the billing header suffix (see the module docs).
+pub const BILLING_SALT: &str = "59cf53e54c78";
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        Self {
+            device_id: PLACEHOLDER_DEVICE_ID.to_string(),
+            account_uuid: String::new(),
+            billing_salt: BILLING_SALT.to_string(),
+        }
+    }
+}
+
+/// The device id Claude Code uses on this machine: `userID` of
+/// `~/.claude.json` (or `$CLAUDE_CONFIG_DIR/.claude.json`), if any.
+pub fn local_device_id() -> Option<String> {
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR") {
+        candidates.push(std::path::PathBuf::from(dir).join(".claude.json"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(std::path::PathBuf::from(home).join(".claude.json"));
+    }
+    candidates.into_iter().find_map(|p| {
+        let text = std::fs::read_to_string(p).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v.get("userID")?.as_str().map(str::to_string)
+    })
+}
+
+/// What record replay produced for one session.
+#[derive(Debug, Default)]
+pub struct SessionRecords<'a> {
+    /// Main chain first, then subagents in file order; each chain in order.
+    pub requests: Vec<Request<'a>>,
+    /// `api-request` entries seen.
+    pub recorded: u64,
+    /// Tail messages rebuilt and hashed.
+    pub messages_hashed: u64,
+    /// Of those, how many hash to the recorded value.
+    pub hash_matches: u64,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The billing header's 3-hex suffix for a first user text.
+pub fn billing_suffix(salt: &str, first_text: &str, version: &str) -> String {
+    let units: Vec<u16> = first_text.encode_utf16().collect();
+    let mut h = Sha256::new();
+    h.update(salt.as_bytes());
+    for i in [4usize, 7, 20] {
+        match units.get(i) {
+            Some(&u) => {
+                let s = String::from_utf16_lossy(&[u]);
+                h.update(s.as_bytes());
+            }
+            None => h.update(b"0"),
+        }
+    }
+    h.update(version.as_bytes());
+    let digest: [u8; 32] = h.finalize().into();
+    hex(&digest)[..3].to_string()
+}
+
+/// The first text of a message's content that is not a `<system-reminder>`.
+fn first_user_text<'a>(msg: &Json<'a>) -> &'a str {
+    match msg.get("content") {
+        Some(Json::Str(s)) => s,
+        Some(Json::Arr(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get_str("type") == Some("text"))
+            .filter_map(|b| b.get_str("text"))
+            .find(|t| !t.starts_with("<system-reminder>"))
+            .unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// Messages of a chain rebuilt from its user / assistant entries, by hash.
+struct Candidates<'a> {
+    by_hash: HashMap<[u8; 32], &'a Json<'a>>,
+}
+
+/// Longest run of consecutive user entries merged into one message.
+const MAX_USER_RUN: usize = 64;
+
+impl<'a> Candidates<'a> {
+    fn build(bump: &'a Bump, entries: &[Entry<'a>], scratch: &mut Vec<u8>) -> Self {
+        let mut by_hash = HashMap::new();
+        let mut add = |m: &'a Json<'a>, scratch: &mut Vec<u8>| {
+            by_hash.entry(message_hash(m, scratch)).or_insert(m);
+        };
+        let msg_entries: Vec<&Entry<'a>> =
+            entries.iter().filter(|e| matches!(e.kind, EntryKind::User(_) | EntryKind::Assistant(_))).collect();
+        // User runs: every window of consecutive user entries.
+        for start in 0..msg_entries.len() {
+            let mut blocks: Vec<Json<'a>> = Vec::new();
+            for e in msg_entries[start..].iter().take(MAX_USER_RUN) {
+                let Some(content) = user_content(bump, e) else { break };
+                blocks.extend_from_slice(content);
+                let m = message(bump, "user", Json::Arr(bump.alloc_slice_copy(&blocks)));
+                add(m, scratch);
+            }
+        }
+        // Assistant messages: lines merged by message.id.
+        let mut order: Vec<&'a str> = Vec::new();
+        let mut by_id: HashMap<&'a str, Vec<Json<'a>>> = HashMap::new();
+        for e in &msg_entries {
+            let Some(a) = e.as_assistant() else { continue };
+            let Some(id) = a.message_id else { continue };
+            let Some(Json::Arr(blocks)) = e.raw.get("message").and_then(|m| m.get("content")) else { continue };
+            by_id
+                .entry(id)
+                .or_insert_with(|| {
+                    order.push(id);
+                    Vec::new()
+                })
+                .extend_from_slice(blocks);
+        }
+        for id in order {
+            if let Some(blocks) = by_id.get(id) {
+                let m = message(bump, "assistant", Json::Arr(bump.alloc_slice_copy(blocks)));
+                add(m, scratch);
+            }
+        }
+        Candidates { by_hash }
+    }
+}
+
+/// A user entry's content as blocks (a string prompt is one text block).
+fn user_content<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<&'a [Json<'a>]> {
+    e.as_user()?;
+    match e.raw.get("message").and_then(|m| m.get("content"))? {
+        Json::Arr(blocks) => Some(blocks),
+        Json::Str(s) => {
+            let block = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(s))]));
+            Some(bump.alloc_slice_copy(&[block]))
+        }
+        _ => None,
+    }
+}
+
+fn message<'a>(bump: &'a Bump, role: &'static str, content: Json<'a>) -> &'a Json<'a> {
+    bump.alloc(Json::Obj(bump.alloc_slice_copy(&[("role", Json::Str(role)), ("content", content)])))
+}
+
+/// `obj` with member `key` set to `value` (replaced in place, else appended).
+fn with_member<'a>(bump: &'a Bump, obj: &Json<'a>, key: &'a str, value: Json<'a>) -> Option<Json<'a>> {
+    let members = obj.as_object()?;
+    let mut out: Vec<(&'a str, Json<'a>)> = members.to_vec();
+    match out.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => out.push((key, value)),
+    }
+    Some(Json::Obj(bump.alloc_slice_copy(&out)))
+}
+
+/// `root` with `cache_control: value` set on the object at `path`.
+fn set_cache_control<'a>(bump: &'a Bump, root: &Json<'a>, path: &[Json<'a>], value: Json<'a>) -> Option<Json<'a>> {
+    let Some((first, rest)) = path.split_first() else {
+        return with_member(bump, root, "cache_control", value);
+    };
+    match (root, first) {
+        (Json::Arr(items), seg) => {
+            let i = usize::try_from(seg.as_u64()?).ok()?;
+            let child = set_cache_control(bump, items.get(i)?, rest, value)?;
+            let mut out = items.to_vec();
+            out[i] = child;
+            Some(Json::Arr(bump.alloc_slice_copy(&out)))
+        }
+        (Json::Obj(_), Json::Str(key)) => {
+            let child = set_cache_control(bump, root.get(key)?, rest, value)?;
+            with_member(bump, root, key, child)
+        }
+        _ => None,
+    }
+}
+
+/// The wire form of a message without cache control: a user or system
+/// message made of one plain text block is sent as a string.
+fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
+    let role = m.get_str("role");
+    if !matches!(role, Some("user") | Some("system")) {
+        return m;
+    }
+    let Some(Json::Arr([block])) = m.get("content") else { return m };
+    let plain = match block.as_object() {
+        Some([("type", Json::Str("text")), ("text", Json::Str(_))]) => true,
+        Some([("text", Json::Str(_)), ("type", Json::Str("text"))]) => true,
+        _ => false,
+    };
+    if !plain {
+        return m;
+    }
+    let Some(text) = block.get("text") else { return m };
+    match with_member(bump, m, "content", *text) {
+        Some(v) => bump.alloc(v),
+        None => m,
+    }
+}
+
+/// A custom_id valid for the Message Batches API (`[A-Za-z0-9_-]{1,64}`).
+pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
+    let clean = |s: &str| -> String {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+    };
+    let id = match agent_id {
+        Some(a) => format!("{}_{}_{n}", clean(session_id), clean(a)),
+        None => format!("{}_{n}", clean(session_id)),
+    };
+    if id.len() <= 64 {
+        return id;
+    }
+    // Too long: keep a prefix and make it unique with a hash of the whole.
+    let h = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+    let tail = format!("_{h:016x}_{n}");
+    format!("{}{tail}", &id[..64 - tail.len()])
+}
+
+struct Chain<'a, 'f> {
+    file: &'f ParsedFile<'a, 'f>,
+    agent_id: Option<&'a str>,
+}
+
+/// Replay every recorded request of `session` (main chain, then subagents).
+pub fn assemble_records<'a>(bump: &'a Bump, session: &Session<'a, '_>, opts: &RecordOptions) -> SessionRecords<'a> {
+    let mut out = SessionRecords::default();
+    let mut scratch = Vec::with_capacity(64 * 1024);
+    // Shapes and blobs may be written by any file of the session.
+    let mut shapes: HashMap<&'a str, &'a Json<'a>> = HashMap::new();
+    let mut blobs: HashMap<[u8; 32], &'a Json<'a>> = HashMap::new();
+    for f in session.files() {
+        for e in &f.parsed.entries {
+            match e.kind {
+                EntryKind::ApiRequestShape { shape_hash: Some(h), shape: Some(s) } => {
+                    let got = hex(&message_hash(s, &mut scratch));
+                    if got != h {
+                        out.diagnostics.push(Diagnostic::new(
+                            f.file.display.as_str(),
+                            e.line,
+                            DiagKind::RecordMismatch,
+                            format!("api-request-shape {h} hashes to {got}"),
+                        ));
+                    }
+                    shapes.insert(h, s);
+                }
+                EntryKind::ApiRequestBlob { hash: Some(h), message: Some(m) } => {
+                    if let Some(key) = parse_sha256(h) {
+                        blobs.insert(key, m);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let chains = session.main.iter().map(|f| Chain { file: f, agent_id: None }).chain(session.subagents.iter().map(
+        |f| Chain {
+            file: f,
+            agent_id: match &f.file.kind {
+                crate::input::discover::FileKind::Subagent { agent_id, .. } => Some(bump.alloc_str(agent_id)),
+                _ => None,
+            },
+        },
+    ));
+    for chain in chains {
+        replay_chain(bump, &chain, session, &shapes, &blobs, opts, &mut scratch, &mut out);
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn replay_chain<'a>(
+    bump: &'a Bump,
+    chain: &Chain<'a, '_>,
+    session: &Session<'a, '_>,
+    shapes: &HashMap<&'a str, &'a Json<'a>>,
+    blobs: &HashMap<[u8; 32], &'a Json<'a>>,
+    opts: &RecordOptions,
+    scratch: &mut Vec<u8>,
+    out: &mut SessionRecords<'a>,
+) {
+    let entries = &chain.file.parsed.entries;
+    let display: &'a str = bump.alloc_str(&chain.file.file.display);
+    let entrypoint = entries
+        .iter()
+        .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
+        .find_map(|e| e.raw.get_str("entrypoint"))
+        .unwrap_or("cli");
+    let mut candidates: Option<Candidates<'a>> = None;
+    // Canonical messages (no cache control) of each request, by id.
+    let mut sent: HashMap<&'a str, Vec<&'a Json<'a>>> = HashMap::new();
+    // Wire forms of canonical messages, so a message kept across requests
+    // is one node (and one dedup segment).
+    let mut collapsed: HashMap<*const Json<'a>, &'a Json<'a>> = HashMap::new();
+    let mut n = 0usize;
+    for e in entries {
+        let EntryKind::ApiRequest(r) = &e.kind else { continue };
+        out.recorded += 1;
+        let fail = |msg: String| Diagnostic::new(display, e.line, DiagKind::RecordMismatch, msg);
+        let rid = r.id.unwrap_or("?");
+        let mut messages: Vec<&'a Json<'a>> = match r.base {
+            Some(base) => match sent.get(base) {
+                Some(prev) => {
+                    let keep = r.keep.map_or(prev.len(), |k| k as usize);
+                    if keep > prev.len() {
+                        out.diagnostics.push(fail(format!(
+                            "api-request {rid} keeps {keep} messages of {base}, which had {}",
+                            prev.len()
+                        )));
+                        n += 1;
+                        continue;
+                    }
+                    prev[..keep].to_vec()
+                }
+                None => {
+                    out.diagnostics.push(fail(format!("api-request {rid}: base request {base} is not in the chain")));
+                    n += 1;
+                    continue;
+                }
+            },
+            None => Vec::new(),
+        };
+        let mut complete = true;
+        for (pos, h) in r.tail.iter().enumerate() {
+            out.messages_hashed += 1;
+            let Some(key) = parse_sha256(h) else {
+                out.diagnostics.push(fail(format!("api-request {rid}: tail[{pos}] is not a SHA-256: {h:?}")));
+                complete = false;
+                continue;
+            };
+            let found = match blobs.get(&key) {
+                Some(m) => (message_hash(m, scratch) == key).then_some(*m),
+                None => candidates
+                    .get_or_insert_with(|| Candidates::build(bump, entries, scratch))
+                    .by_hash
+                    .get(&key)
+                    .copied(),
+            };
+            match found {
+                Some(m) => {
+                    out.hash_matches += 1;
+                    messages.push(m);
+                }
+                None => {
+                    out.diagnostics.push(fail(format!(
+                        "api-request {rid} (request {n} of its chain): tail[{pos}] = message {} of the request, hash {h}, matches no blob and no message rebuilt from the transcript",
+                        messages.len() + pos
+                    )));
+                    complete = false;
+                }
+            }
+        }
+        if !complete {
+            n += 1;
+            continue;
+        }
+        if let Some(id) = r.id {
+            sent.insert(id, messages.clone());
+        }
+        let Some(shape) = r.shape_hash.and_then(|h| shapes.get(h)) else {
+            out.diagnostics.push(fail(format!("api-request {rid}: shape {:?} is not recorded", r.shape_hash)));
+            n += 1;
+            continue;
+        };
+        match build_body(bump, e, r, shape, messages, entrypoint, opts, &mut collapsed) {
+            Ok(body) => {
+                let session_id = e.env.session_id.unwrap_or("");
+                out.requests.push(Request {
+                    custom_id: custom_id(session_id, chain.agent_id, n),
+                    session_id,
+                    agent_id: chain.agent_id,
+                    index: n,
+                    file: display,
+                    line: e.line,
+                    timestamp: e.env.timestamp,
+                    body,
+                });
+            }
+            Err(msg) => out.diagnostics.push(fail(format!("api-request {rid}: {msg}"))),
+        }
+        n += 1;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_body<'a>(
+    bump: &'a Bump,
+    e: &Entry<'a>,
+    r: &crate::model::entry::ApiRequest<'a>,
+    shape: &'a Json<'a>,
+    canonical: Vec<&'a Json<'a>>,
+    entrypoint: &str,
+    opts: &RecordOptions,
+    collapsed: &mut HashMap<*const Json<'a>, &'a Json<'a>>,
+) -> Result<Body<'a>, String> {
+    let version = e.env.version.unwrap_or("");
+    let first_text = canonical.first().map_or("", |m| first_user_text(m));
+    let suffix = billing_suffix(&opts.billing_salt, first_text, version);
+    let header = format!("x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};");
+    let billing = Json::Obj(
+        bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(bump.alloc_str(&header)))]),
+    );
+    let mut system: Vec<Json<'a>> = vec![billing];
+    if let Some(Json::Arr(blocks)) = shape.get("system") {
+        system.extend_from_slice(blocks);
+    }
+    let mut tools: Option<Json<'a>> = shape.get("tools").copied();
+    let mut messages: Vec<Json<'a>> = canonical.iter().map(|m| **m).collect();
+    let mut touched = vec![false; messages.len()];
+    // Cache keys of the static segments: what the bytes depend on.
+    let shape_hash = r.shape_hash.unwrap_or("");
+    let mut system_key_text: Vec<Option<String>> =
+        (0..system.len()).map(|i| (i > 0).then(|| format!("{shape_hash}/system/{i}"))).collect();
+    let mut tools_key_text = format!("{shape_hash}/tools");
+    for cc in r.cache_control.and_then(Json::as_array).unwrap_or(&[]) {
+        let path = cc.get("path").and_then(Json::as_array).ok_or("cacheControl entry without a path")?;
+        let value = *cc.get("value").ok_or("cacheControl entry without a value")?;
+        let bad = || format!("cacheControl path {} does not exist", Json::Arr(path).to_compact_string());
+        let (root, rest) = path.split_first().ok_or_else(bad)?;
+        let (idx, inner) = rest.split_first().ok_or_else(bad)?;
+        match root.as_str() {
+            Some("messages") | Some("system") => {
+                let list = if root.as_str() == Some("messages") { &mut messages } else { &mut system };
+                let i = idx.as_u64().and_then(|i| usize::try_from(i).ok()).ok_or_else(bad)?;
+                // System paths index the shape's blocks: the billing header
+                // is put in front of them afterwards.
+                let i = if root.as_str() == Some("system") { i + 1 } else { i };
+                let target = list.get(i).ok_or_else(bad)?;
+                list[i] = set_cache_control(bump, target, inner, value).ok_or_else(bad)?;
+                if root.as_str() == Some("messages") {
+                    touched[i] = true;
+                } else if let Some(Some(k)) = system_key_text.get_mut(i) {
+                    k.push_str(&Json::Arr(inner).to_compact_string());
+                    k.push_str(&value.to_compact_string());
+                }
+            }
+            Some("tools") => {
+                let t = tools.ok_or_else(bad)?;
+                tools = Some(set_cache_control(bump, &t, rest, value).ok_or_else(bad)?);
+                tools_key_text.push_str(&Json::Arr(rest).to_compact_string());
+                tools_key_text.push_str(&value.to_compact_string());
+            }
+            _ => return Err(bad()),
+        }
+    }
+    let messages: Vec<&'a Json<'a>> = messages
+        .into_iter()
+        .zip(canonical)
+        .zip(touched)
+        .map(|((m, orig), touched)| {
+            if touched {
+                collapse(bump, bump.alloc(m))
+            } else {
+                *collapsed.entry(orig as *const Json<'a>).or_insert_with(|| collapse(bump, orig))
+            }
+        })
+        .collect();
+    let key = |text: &str| xxhash_rust::xxh3::xxh3_128(text.as_bytes());
+    let params = r.params.and_then(Json::as_object).unwrap_or(&[]);
+    let model = params.iter().find(|(k, _)| *k == "model").map_or(Json::Null, |(_, v)| *v);
+    let betas = params
+        .iter()
+        .find(|(k, _)| *k == "betas")
+        .and_then(|(_, v)| v.as_array())
+        .map(|b| b.iter().filter_map(Json::as_str).collect())
+        .unwrap_or_default();
+    let mut user_id = Vec::with_capacity(160);
+    user_id.extend_from_slice(b"{\"device_id\":");
+    jsonout::write_str(&mut user_id, &opts.device_id);
+    user_id.extend_from_slice(b",\"account_uuid\":");
+    jsonout::write_str(&mut user_id, &opts.account_uuid);
+    user_id.extend_from_slice(b",\"session_id\":");
+    jsonout::write_str(&mut user_id, e.env.session_id.unwrap_or(""));
+    user_id.push(b'}');
+    let user_id = bump.alloc_str(&String::from_utf8_lossy(&user_id));
+    Ok(Body {
+        model,
+        messages,
+        system: system.into_iter().map(|s| &*bump.alloc(s)).collect(),
+        system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
+        tools: tools.map(|t| &*bump.alloc(t)),
+        tools_key: (!shape_hash.is_empty()).then(|| key(&tools_key_text)),
+        metadata: Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(user_id))])),
+        params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
+        stream: true,
+        betas,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::json::LineParser;
+
+    #[test]
+    fn billing_suffix_matches_captured_headers() {
+        // (first prompt, suffix) pairs from the 2.1.328 captures' wire.jsonl.
+        for (text, want) in [
+            ("hi", "ce7"),
+            ("hello", "661"),
+            ("compare a.txt and b.txt", "3b3"),
+            ("first: show notes", "f3c"),
+            ("what year is it per the shell?", "a63"),
+        ] {
+            assert_eq!(billing_suffix(BILLING_SALT, text, "2.1.328"), want, "{text}");
+        }
+        // 2.1.88 hashed its first block, the skills reminder: always e09.
+        assert_eq!(
+            billing_suffix(BILLING_SALT, "<system-reminder>\nThe following skills are available", "2.1.88"),
+            "e09"
+        );
+    }
+
+    fn parse<'a>(bump: &'a Bump, s: &str) -> &'a Json<'a> {
+        bump.alloc(LineParser::new().parse(bump, s.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn cache_control_is_appended_and_plain_single_text_messages_collapse() {
+        let bump = Bump::new();
+        let m = parse(&bump, r#"{"role":"user","content":[{"type":"text","text":"second: summarize"}]}"#);
+        // Without cache control: a plain string.
+        assert_eq!(jsonout::to_vec(collapse(&bump, m)), br#"{"role":"user","content":"second: summarize"}"#);
+        // With it: blocks, cache_control last.
+        let path = [Json::Str("content"), Json::U64(0)];
+        let cc = *parse(&bump, r#"{"type":"ephemeral"}"#);
+        let with = set_cache_control(&bump, m, &path, cc).unwrap();
+        let with = collapse(&bump, bump.alloc(with));
+        assert_eq!(
+            jsonout::to_vec(with),
+            br#"{"role":"user","content":[{"type":"text","text":"second: summarize","cache_control":{"type":"ephemeral"}}]}"#
+        );
+        // Assistant messages and multi-block messages keep their blocks.
+        let a = parse(&bump, r#"{"role":"assistant","content":[{"type":"text","text":"x"}]}"#);
+        assert!(std::ptr::eq(collapse(&bump, a), a));
+        let two = parse(&bump, r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#);
+        assert!(std::ptr::eq(collapse(&bump, two), two));
+        // A bad path is refused, not guessed.
+        assert!(set_cache_control(&bump, m, &[Json::Str("content"), Json::U64(3)], cc).is_none());
+    }
+
+    #[test]
+    fn custom_ids_are_valid_batch_ids() {
+        let sid = "bc4a5825-e230-4da5-b082-11127d358a34";
+        assert_eq!(custom_id(sid, None, 3), "bc4a5825-e230-4da5-b082-11127d358a34_3");
+        assert_eq!(
+            custom_id(sid, Some("a36efb2a1231c41e2"), 0),
+            "bc4a5825-e230-4da5-b082-11127d358a34_a36efb2a1231c41e2_0"
+        );
+        let long = custom_id(sid, Some("acompact-0123456789abcdef0123456789"), 12);
+        assert!(long.len() <= 64 && long.ends_with("_12"), "{long}");
+        assert!(long.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        assert_eq!(custom_id("a/b c", None, 1), "a-b-c_1");
+    }
+}

@@ -1,0 +1,321 @@
+//! `ctxasm verify`: prove that record replay rebuilt what was sent.
+//!
+//! Two checks: every tail message rebuilt for a recorded request must hash
+//! to the recorded SHA-256 (the transcript's own checksum), and, with a
+//! captured `wire.jsonl` (one object per request: `body`, `raw_b64`), every
+//! rebuilt body must be byte-equal to the captured bytes. Wire requests are
+//! matched to rebuilt ones by `metadata.user_id.session_id`, first by exact
+//! bytes, then the rest in order; a pair that differs is reported with the
+//! first differing JSON path and both values.
+
+use crate::assemble::SegmentCache;
+use crate::assemble::records::{RecordOptions, assemble_records};
+use crate::assemble::write_body;
+use crate::diag::{DiagKind, Diagnostic};
+use crate::input::discover::Discovery;
+use crate::model::session::{RunOptions, for_each_session_of};
+use base64::Engine;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io;
+use std::path::Path;
+
+/// One captured request.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// 1-based line in the wire file.
+    pub line: usize,
+    pub raw: Vec<u8>,
+}
+
+/// Captured requests by session id, in capture order.
+pub type Wire = HashMap<String, Vec<WireRequest>>;
+
+/// Read a `wire.jsonl` capture. Lines that are not Messages API requests
+/// (no `body.messages`) are skipped.
+pub fn read_wire(path: &Path) -> io::Result<Wire> {
+    let text = std::fs::read_to_string(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let bad = |line: usize, msg: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{}:{line}: {msg}", path.display()));
+    let mut wire = Wire::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_json::from_str(line).map_err(|e| bad(i + 1, &e.to_string()))?;
+        let Some(body) = v.get("body").filter(|b| b.get("messages").is_some()) else { continue };
+        let raw = match v.get("raw_b64").and_then(Value::as_str) {
+            Some(b64) => base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| bad(i + 1, &e.to_string()))?,
+            None => return Err(bad(i + 1, "no raw_b64")),
+        };
+        let session = body
+            .pointer("/metadata/user_id")
+            .and_then(Value::as_str)
+            .and_then(|u| serde_json::from_str::<Value>(u).ok())
+            .and_then(|u| u.get("session_id").and_then(Value::as_str).map(str::to_string))
+            .unwrap_or_default();
+        wire.entry(session).or_default().push(WireRequest { line: i + 1, raw });
+    }
+    Ok(wire)
+}
+
+/// A difference found by `verify`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Mismatch {
+    /// `record` (a message or request that could not be rebuilt), `wire`
+    /// (a rebuilt body that differs from the capture), `wire_unmatched` (a
+    /// captured request with no rebuilt counterpart).
+    pub kind: String,
+    pub session: String,
+    /// The request's custom_id, when there is one.
+    pub request: Option<String>,
+    pub file: String,
+    pub line: usize,
+    /// First differing JSON path (`$.messages[3].content`), for `wire`.
+    pub path: Option<String>,
+    pub expected: Option<Value>,
+    pub got: Option<Value>,
+    pub message: String,
+}
+
+/// The `verify --json` object.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct VerifyReport {
+    pub sessions: u64,
+    pub requests: u64,
+    pub messages_hashed: u64,
+    pub hash_matches: u64,
+    pub wire_compared: u64,
+    pub wire_byte_equal: u64,
+    pub wire_json_equal: u64,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl VerifyReport {
+    /// True when everything compared matches.
+    pub fn clean(&self) -> bool {
+        self.mismatches.is_empty()
+            && self.hash_matches == self.messages_hashed
+            && self.wire_byte_equal == self.wire_compared
+    }
+}
+
+/// The first JSON path where `got` differs from `expected`.
+pub fn first_difference(expected: &Value, got: &Value, path: &mut String) -> Option<(String, Value, Value)> {
+    match (expected, got) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, va) in a {
+                let len = path.len();
+                path.push('.');
+                path.push_str(k);
+                let d = match b.get(k) {
+                    Some(vb) => first_difference(va, vb, path),
+                    None => Some((path.clone(), va.clone(), Value::Null)),
+                };
+                if d.is_some() {
+                    return d;
+                }
+                path.truncate(len);
+            }
+            b.iter().find(|(k, _)| !a.contains_key(*k)).map(|(k, vb)| (format!("{path}.{k}"), Value::Null, vb.clone()))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                if let Some(d) = first_difference(va, vb, path) {
+                    return Some(d);
+                }
+                path.truncate(len);
+            }
+            (a.len() != b.len()).then(|| {
+                (format!("{path}.length"), Value::from(a.len()), Value::from(b.len()))
+            })
+        }
+        _ => (expected != got).then(|| (path.clone(), expected.clone(), got.clone())),
+    }
+}
+
+struct SessionVerify {
+    report: VerifyReport,
+}
+
+/// Verify every session of `disc` (and compare with `wire`, when given).
+pub fn verify(disc: &Discovery, run: &RunOptions<'_>, opts: &RecordOptions, wire: Option<&Wire>) -> VerifyReport {
+    let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
+        let rec = assemble_records(bump, session, opts);
+        let mut r = VerifyReport {
+            sessions: 1,
+            requests: rec.recorded,
+            messages_hashed: rec.messages_hashed,
+            hash_matches: rec.hash_matches,
+            ..VerifyReport::default()
+        };
+        let session_id = rec
+            .requests
+            .first()
+            .map(|q| q.session_id.to_string())
+            .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
+            .unwrap_or_default();
+        for d in &rec.diagnostics {
+            r.mismatches.push(Mismatch {
+                kind: "record".into(),
+                session: session_id.clone(),
+                request: None,
+                file: d.file.clone(),
+                line: d.line as usize,
+                path: None,
+                expected: None,
+                got: None,
+                message: d.message.clone(),
+            });
+        }
+        let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
+        if let Some(captured) = captured {
+            let mut cache = SegmentCache::default();
+            let bodies: Vec<Vec<u8>> = rec
+                .requests
+                .iter()
+                .map(|q| {
+                    let mut out = Vec::new();
+                    write_body(&mut out, &q.body, &mut cache);
+                    out
+                })
+                .collect();
+            compare(&mut r, &session_id, &rec.requests, &bodies, captured);
+        }
+        SessionVerify { report: r }
+    });
+    let mut total = VerifyReport::default();
+    for res in results {
+        let r = match res {
+            Ok(s) => s.report,
+            Err(d) => VerifyReport {
+                sessions: 1,
+                mismatches: vec![Mismatch {
+                    kind: "record".into(),
+                    session: String::new(),
+                    request: None,
+                    file: d.file,
+                    line: 0,
+                    path: None,
+                    expected: None,
+                    got: None,
+                    message: d.message,
+                }],
+                ..VerifyReport::default()
+            },
+        };
+        total.sessions += r.sessions;
+        total.requests += r.requests;
+        total.messages_hashed += r.messages_hashed;
+        total.hash_matches += r.hash_matches;
+        total.wire_compared += r.wire_compared;
+        total.wire_byte_equal += r.wire_byte_equal;
+        total.wire_json_equal += r.wire_json_equal;
+        total.mismatches.extend(r.mismatches);
+    }
+    total
+}
+
+fn compare(
+    r: &mut VerifyReport,
+    session_id: &str,
+    requests: &[crate::assemble::Request<'_>],
+    bodies: &[Vec<u8>],
+    captured: &[WireRequest],
+) {
+    let mut wire_used = vec![false; captured.len()];
+    let mut paired: Vec<Option<usize>> = vec![None; requests.len()];
+    // Exact bytes first (subagents interleave with the main chain).
+    for (i, body) in bodies.iter().enumerate() {
+        if let Some(j) = (0..captured.len()).find(|&j| !wire_used[j] && captured[j].raw == *body) {
+            wire_used[j] = true;
+            paired[i] = Some(j);
+        }
+    }
+    // Then the rest in order.
+    let mut free = (0..captured.len()).filter(|&j| !wire_used[j]).collect::<Vec<_>>().into_iter();
+    for p in paired.iter_mut().filter(|p| p.is_none()) {
+        if let Some(j) = free.next() {
+            wire_used[j] = true;
+            *p = Some(j);
+        }
+    }
+    for (i, p) in paired.iter().enumerate() {
+        let Some(j) = *p else { continue };
+        let (q, w) = (&requests[i], &captured[j]);
+        r.wire_compared += 1;
+        if bodies[i] == w.raw {
+            r.wire_byte_equal += 1;
+            r.wire_json_equal += 1;
+            continue;
+        }
+        let ours: Value = serde_json::from_slice(&bodies[i]).unwrap_or(Value::Null);
+        let theirs: Value = serde_json::from_slice(&w.raw).unwrap_or(Value::Null);
+        let mut path = String::from("$");
+        let diff = first_difference(&theirs, &ours, &mut path);
+        if diff.is_none() {
+            r.wire_json_equal += 1;
+        }
+        let at = bodies[i].iter().zip(&w.raw).position(|(a, b)| a != b).unwrap_or(bodies[i].len().min(w.raw.len()));
+        let (path, expected, got) = match diff {
+            Some((p, e, g)) => (Some(p), Some(e), Some(g)),
+            None => (None, None, None),
+        };
+        r.mismatches.push(Mismatch {
+            kind: "wire".into(),
+            session: session_id.to_string(),
+            request: Some(q.custom_id.clone()),
+            file: q.file.to_string(),
+            line: q.line as usize,
+            path,
+            expected,
+            got,
+            message: format!(
+                "rebuilt body differs from wire line {} at byte {at} ({} vs {} bytes)",
+                w.line,
+                bodies[i].len(),
+                w.raw.len(),
+            ),
+        });
+    }
+    for (_, w) in captured.iter().enumerate().filter(|(j, _)| !wire_used[*j]) {
+        r.mismatches.push(Mismatch {
+            kind: "wire_unmatched".into(),
+            session: session_id.to_string(),
+            request: None,
+            file: String::new(),
+            line: w.line,
+            path: None,
+            expected: None,
+            got: None,
+            message: format!("captured request on wire line {} has no recorded request", w.line),
+        });
+    }
+}
+
+/// Convert record diagnostics of a kind verify reports into diagnostics
+/// (for callers that print them as such).
+pub fn as_diagnostic(m: &Mismatch) -> Diagnostic {
+    let kind = if m.kind == "record" { DiagKind::RecordMismatch } else { DiagKind::WireMismatch };
+    Diagnostic::new(m.file.clone(), m.line as u32, kind, m.message.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn first_difference_names_the_path() {
+        let a = json!({"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant"}]});
+        let b = json!({"model":"m","messages":[{"role":"user","content":"b"},{"role":"assistant"}]});
+        let d = first_difference(&a, &b, &mut "$".to_string()).unwrap();
+        assert_eq!(d, ("$.messages[0].content".to_string(), json!("a"), json!("b")));
+        let c = json!({"model":"m","messages":[{"role":"user","content":"a"}]});
+        let d = first_difference(&a, &c, &mut "$".to_string()).unwrap();
+        assert_eq!(d.0, "$.messages.length");
+        assert!(first_difference(&a, &a.clone(), &mut "$".to_string()).is_none());
+    }
+}

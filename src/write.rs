@@ -1,0 +1,426 @@
+//! Outputs of `assemble`: the Message Batches format and the dedup format.
+//!
+//! `batch`: one line per request, `{"custom_id":…,"params":<body>}`, the
+//! body byte-identical to what the client sent.
+//!
+//! `dedup` (a directory): every distinct message, system block and tool list
+//! is stored once, content-addressed by the xxh3-128 of its bytes, and each
+//! request is a recipe naming its segments:
+//! - `segments.bin`: records of `[16-byte xxh3-128, big-endian][u32 LE
+//!   length][bytes]`, each id once;
+//! - `recipes.jsonl`: one line per request, in batch order:
+//!   `{"custom_id":…,"head":…,"messages":[ids],"system":[ids],"tools":id|null,"tail":…}`
+//!   where ids are 32 lowercase hex digits and the body is `head` + the
+//!   messages joined by `,` + `],"system":[` + the system blocks joined by
+//!   `,` + `]` + (`,"tools":` + tools) + `tail`;
+//! - `manifest.json`: counts and sizes.
+//!
+//! `expand` turns a dedup directory back into the batch format, byte for
+//! byte, checking every segment's hash.
+//!
+//! Sessions are read in parallel in chunks and written in order, so memory
+//! is bounded by a chunk of sessions, not by the corpus.
+
+use crate::assemble::records::{RecordOptions, assemble_records};
+use crate::assemble::{Request, SegmentCache, body_head, body_tail, write_body};
+use crate::diag::Diagnostic;
+use crate::input::discover::Discovery;
+use crate::input::json::Json;
+use crate::jsonout;
+use crate::model::session::{RunOptions, for_each_session_of};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+/// Which requests of each chain to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Turns {
+    All,
+    Last,
+    /// The request with this 0-based index in each chain.
+    Index(usize),
+}
+
+impl std::str::FromStr for Turns {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(Turns::All),
+            "last" => Ok(Turns::Last),
+            n => n.parse().map(Turns::Index).map_err(|_| format!("expected all, last or a number, got {n:?}")),
+        }
+    }
+}
+
+/// Keep the selected requests of each chain (requests are grouped by chain,
+/// in order).
+fn select<'r, 'a>(requests: &'r [Request<'a>], turns: Turns) -> Vec<&'r Request<'a>> {
+    match turns {
+        Turns::All => requests.iter().collect(),
+        Turns::Index(n) => requests.iter().filter(|r| r.index == n).collect(),
+        Turns::Last => requests
+            .iter()
+            .enumerate()
+            .filter(|(i, r)| requests.get(i + 1).is_none_or(|next| next.agent_id != r.agent_id))
+            .map(|(_, r)| r)
+            .collect(),
+    }
+}
+
+/// Options of `assemble`.
+#[derive(Debug, Clone)]
+pub struct AssembleOptions {
+    pub records: RecordOptions,
+    pub turns: Turns,
+}
+
+/// What an `assemble` run wrote.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct AssembleSummary {
+    pub sessions: u64,
+    pub recorded_requests: u64,
+    pub requests_written: u64,
+    /// Size of the batch format of the requests written.
+    pub batch_bytes: u64,
+    /// Bytes actually written (equal to `batch_bytes` for `batch`).
+    pub bytes_written: u64,
+    /// Distinct segments (dedup only).
+    pub segments: u64,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Sessions per parallel chunk, per worker thread.
+const CHUNK_PER_THREAD: usize = 8;
+
+thread_local! {
+    static CACHE: RefCell<SegmentCache> = RefCell::new(SegmentCache::default());
+}
+
+fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache) {
+    out.extend_from_slice(b"{\"custom_id\":");
+    jsonout::write_str(out, &req.custom_id);
+    out.extend_from_slice(b",\"params\":");
+    write_body(out, &req.body, cache);
+    out.extend_from_slice(b"}\n");
+}
+
+/// What one session contributes to an output.
+#[derive(Default)]
+struct SessionOut {
+    recorded: u64,
+    written: u64,
+    batch_bytes: u64,
+    /// Batch lines, or recipe lines.
+    lines: Vec<u8>,
+    /// New segments (dedup), first occurrence order.
+    segments: Vec<(u128, std::sync::Arc<[u8]>)>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+fn run_chunks(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    mut sink: impl FnMut(SessionOut) -> io::Result<()>,
+    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::model::session::Session<'a, 'd>) -> SessionOut + Sync,
+) -> io::Result<AssembleSummary> {
+    let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+    let mut summary = AssembleSummary::default();
+    for chunk in disc.groups.chunks((threads * CHUNK_PER_THREAD).max(1)) {
+        for result in for_each_session_of(disc, chunk, run, &f) {
+            summary.sessions += 1;
+            let out = match result {
+                Ok(out) => out,
+                Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
+            };
+            summary.recorded_requests += out.recorded;
+            summary.requests_written += out.written;
+            summary.batch_bytes += out.batch_bytes;
+            summary.diagnostics.extend(out.diagnostics.iter().cloned());
+            sink(out)?;
+        }
+    }
+    summary.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
+    Ok(summary)
+}
+
+/// Write the batch format of every selected request to `out`.
+pub fn write_batch(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    out: &mut dyn Write,
+) -> io::Result<AssembleSummary> {
+    let mut written = 0u64;
+    let mut summary = run_chunks(
+        disc,
+        run,
+        |s| {
+            written += s.lines.len() as u64;
+            out.write_all(&s.lines)
+        },
+        |bump, session| {
+            let rec = assemble_records(bump, session, &opts.records);
+            let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
+            CACHE.with(|c| {
+                let mut cache = c.borrow_mut();
+                for req in select(&rec.requests, opts.turns) {
+                    batch_line(&mut so.lines, req, &mut cache);
+                    so.written += 1;
+                }
+            });
+            so.batch_bytes = so.lines.len() as u64;
+            so
+        },
+    )?;
+    out.flush()?;
+    summary.bytes_written = written;
+    Ok(summary)
+}
+
+/// Write the dedup format of every selected request into `dir` (created;
+/// must not already hold a dedup output).
+pub fn write_dedup(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    dir: &Path,
+) -> io::Result<AssembleSummary> {
+    std::fs::create_dir_all(dir)?;
+    let open = |name: &str| -> io::Result<BufWriter<std::fs::File>> {
+        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(dir.join(name)).map_err(|e| {
+            io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()))
+        })?;
+        Ok(BufWriter::with_capacity(1 << 20, f))
+    };
+    let mut segs = open("segments.bin")?;
+    let mut recipes = open("recipes.jsonl")?;
+    let mut seen: HashSet<u128> = HashSet::new();
+    let (mut seg_bytes, mut recipe_bytes) = (0u64, 0u64);
+    let mut summary = run_chunks(
+        disc,
+        run,
+        |s| {
+            for (id, bytes) in &s.segments {
+                if seen.insert(*id) {
+                    segs.write_all(&id.to_be_bytes())?;
+                    let len = u32::try_from(bytes.len())
+                        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "segment over 4 GiB"))?;
+                    segs.write_all(&len.to_le_bytes())?;
+                    segs.write_all(bytes)?;
+                    seg_bytes += 20 + bytes.len() as u64;
+                }
+            }
+            recipe_bytes += s.lines.len() as u64;
+            recipes.write_all(&s.lines)
+        },
+        |bump, session| {
+            let rec = assemble_records(bump, session, &opts.records);
+            let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
+            CACHE.with(|c| dedup_session(&rec.requests, opts.turns, &mut c.borrow_mut(), &mut so));
+            so
+        },
+    )?;
+    segs.flush()?;
+    recipes.flush()?;
+    summary.segments = seen.len() as u64;
+    summary.bytes_written = seg_bytes + recipe_bytes;
+    let manifest = serde_json::json!({
+        "format": "ctxasm-dedup",
+        "version": 1,
+        "requests": summary.requests_written,
+        "segments": summary.segments,
+        "segment_bytes": seg_bytes,
+        "recipe_bytes": recipe_bytes,
+        "batch_bytes": summary.batch_bytes,
+    });
+    let mut m = open("manifest.json")?;
+    serde_json::to_writer_pretty(&mut m, &manifest).map_err(io::Error::other)?;
+    m.write_all(b"\n")?;
+    m.flush()?;
+    Ok(summary)
+}
+
+fn hex128(id: u128) -> String {
+    format!("{id:032x}")
+}
+
+fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCache, so: &mut SessionOut) {
+    // Segment ids of values already serialized in this session, by node.
+    let mut by_node: HashMap<usize, (u128, usize)> = HashMap::new();
+    let mut local: HashSet<u128> = HashSet::new();
+    let mut seg = |v: &Json<'_>, key: Option<u128>, so: &mut SessionOut| -> (u128, usize) {
+        let ptr = v as *const Json<'_> as usize;
+        if let Some(&hit) = by_node.get(&ptr) {
+            return hit;
+        }
+        let (id, bytes) = cache.get(key, v);
+        let len = bytes.len();
+        if local.insert(id) {
+            so.segments.push((id, bytes));
+        }
+        by_node.insert(ptr, (id, len));
+        (id, len)
+    };
+    let mut head = Vec::new();
+    let mut tail = Vec::new();
+    for req in select(requests, turns) {
+        let b = &req.body;
+        head.clear();
+        tail.clear();
+        body_head(&mut head, b);
+        body_tail(&mut tail, b);
+        let mut body_len = head.len() + tail.len() + b"],\"system\":[]".len();
+        let mut ids = |list: &[&Json<'_>], keys: &[Option<u128>], so: &mut SessionOut| -> Vec<String> {
+            list.iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let (id, len) = seg(v, keys.get(i).copied().flatten(), so);
+                    body_len += len + usize::from(i > 0);
+                    hex128(id)
+                })
+                .collect()
+        };
+        let messages = ids(&b.messages, &[], so);
+        let system = ids(&b.system, &b.system_keys, so);
+        let tools = b.tools.map(|t| {
+            let (id, len) = seg(t, b.tools_key, so);
+            body_len += len + b",\"tools\":".len();
+            hex128(id)
+        });
+        let line = serde_json::json!({
+            "custom_id": req.custom_id,
+            "head": String::from_utf8_lossy(&head),
+            "messages": messages,
+            "system": system,
+            "tools": tools,
+            "tail": String::from_utf8_lossy(&tail),
+        });
+        // serde_json escapes differently from JSON.stringify, but recipes are
+        // ours: expand parses them back exactly.
+        if serde_json::to_writer(&mut so.lines, &line).is_ok() {
+            so.lines.push(b'\n');
+        }
+        so.written += 1;
+        // The batch line: {"custom_id":<id>,"params":<body>}\n
+        let mut id = Vec::new();
+        jsonout::write_str(&mut id, &req.custom_id);
+        so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id.len() + body_len) as u64;
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Recipe {
+    custom_id: String,
+    head: String,
+    messages: Vec<String>,
+    system: Vec<String>,
+    tools: Option<String>,
+    tail: String,
+}
+
+/// Errors of `expand`, naming the file and (for recipes) the line.
+fn bad(path: &Path, line: usize, msg: impl std::fmt::Display) -> io::Error {
+    if line > 0 {
+        io::Error::new(io::ErrorKind::InvalidData, format!("{}:{line}: {msg}", path.display()))
+    } else {
+        io::Error::new(io::ErrorKind::InvalidData, format!("{}: {msg}", path.display()))
+    }
+}
+
+/// Write the batch format of the dedup directory `dir` to `out`; returns
+/// the number of requests.
+pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
+    let seg_path = dir.join("segments.bin");
+    let data = std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
+    let mut segments: HashMap<u128, &[u8]> = HashMap::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let header = data.get(pos..pos + 20).ok_or_else(|| bad(&seg_path, 0, format!("truncated record at byte {pos}")))?;
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&header[..16]);
+        let id = u128::from_be_bytes(id);
+        let mut len = [0u8; 4];
+        len.copy_from_slice(&header[16..20]);
+        let len = u32::from_le_bytes(len) as usize;
+        let bytes = data
+            .get(pos + 20..pos + 20 + len)
+            .ok_or_else(|| bad(&seg_path, 0, format!("truncated segment at byte {pos}")))?;
+        if xxhash_rust::xxh3::xxh3_128(bytes) != id {
+            return Err(bad(&seg_path, 0, format!("segment {} at byte {pos} does not match its hash", hex128(id))));
+        }
+        segments.insert(id, bytes);
+        pos += 20 + len;
+    }
+    let rec_path = dir.join("recipes.jsonl");
+    let text =
+        std::fs::read_to_string(&rec_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", rec_path.display())))?;
+    let mut line_out = Vec::with_capacity(1 << 20);
+    let mut n = 0u64;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let r: Recipe = serde_json::from_str(line).map_err(|e| bad(&rec_path, i + 1, e))?;
+        let get = |h: &str| -> io::Result<&[u8]> {
+            let id = u128::from_str_radix(h, 16).map_err(|_| bad(&rec_path, i + 1, format!("bad segment id {h:?}")))?;
+            segments.get(&id).copied().ok_or_else(|| bad(&rec_path, i + 1, format!("segment {h} is not in segments.bin")))
+        };
+        line_out.clear();
+        line_out.extend_from_slice(b"{\"custom_id\":");
+        jsonout::write_str(&mut line_out, &r.custom_id);
+        line_out.extend_from_slice(b",\"params\":");
+        line_out.extend_from_slice(r.head.as_bytes());
+        for (j, h) in r.messages.iter().enumerate() {
+            if j > 0 {
+                line_out.push(b',');
+            }
+            line_out.extend_from_slice(get(h)?);
+        }
+        line_out.extend_from_slice(b"],\"system\":[");
+        for (j, h) in r.system.iter().enumerate() {
+            if j > 0 {
+                line_out.push(b',');
+            }
+            line_out.extend_from_slice(get(h)?);
+        }
+        line_out.push(b']');
+        if let Some(t) = &r.tools {
+            line_out.extend_from_slice(b",\"tools\":");
+            line_out.extend_from_slice(get(t)?);
+        }
+        line_out.extend_from_slice(r.tail.as_bytes());
+        line_out.extend_from_slice(b"}\n");
+        out.write_all(&line_out)?;
+        n += 1;
+    }
+    out.flush()?;
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_parse() {
+        assert_eq!("all".parse::<Turns>(), Ok(Turns::All));
+        assert_eq!("last".parse::<Turns>(), Ok(Turns::Last));
+        assert_eq!("3".parse::<Turns>(), Ok(Turns::Index(3)));
+        assert!("x".parse::<Turns>().is_err());
+    }
+
+    #[test]
+    fn expand_reports_corrupt_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut seg = Vec::new();
+        seg.extend_from_slice(&7u128.to_be_bytes());
+        seg.extend_from_slice(&3u32.to_le_bytes());
+        seg.extend_from_slice(b"abc");
+        std::fs::write(dir.path().join("segments.bin"), &seg).unwrap();
+        std::fs::write(dir.path().join("recipes.jsonl"), "").unwrap();
+        let err = expand(dir.path(), &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("does not match its hash"), "{err}");
+    }
+}
