@@ -1,11 +1,11 @@
 //! The `ctxasm` command line: a thin layer over the library.
 
 use clap::{Args, Parser, Subcommand};
+use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions, local_device_id};
 use ctxasm::diag::DiagKind;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::source::SourceOptions;
-use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions, local_device_id};
 use ctxasm::model::session::RunOptions;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -88,11 +88,8 @@ struct IdentityArgs {
 
 impl IdentityArgs {
     fn record_options(&self) -> RecordOptions {
-        let device_id = self
-            .device_id
-            .clone()
-            .or_else(local_device_id)
-            .unwrap_or_else(|| PLACEHOLDER_DEVICE_ID.to_string());
+        let device_id =
+            self.device_id.clone().or_else(local_device_id).unwrap_or_else(|| PLACEHOLDER_DEVICE_ID.to_string());
         RecordOptions { device_id, account_uuid: self.account_uuid.clone(), ..RecordOptions::default() }
     }
 }
@@ -260,7 +257,8 @@ fn open_output(path: &std::path::Path) -> std::io::Result<Box<dyn Write>> {
     if path.as_os_str() == "-" {
         return Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock())));
     }
-    let f = std::fs::File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let f =
+        std::fs::File::create(path).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
     Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
 }
 
@@ -270,7 +268,9 @@ fn assemble(args: &AssembleArgs) -> ExitCode {
     let run = args.input.run_options();
     let opts = ctxasm::write::AssembleOptions { records: args.identity.record_options(), turns: args.turns };
     let result = match args.format {
-        Format::Batch => open_output(&args.output).and_then(|mut out| ctxasm::write::write_batch(&disc, &run, &opts, &mut out)),
+        Format::Batch => {
+            open_output(&args.output).and_then(|mut out| ctxasm::write::write_batch(&disc, &run, &opts, &mut out))
+        }
         Format::Dedup => {
             if args.output.as_os_str() == "-" {
                 eprintln!("ctxasm: --format dedup needs -o DIR");
@@ -300,7 +300,8 @@ fn assemble(args: &AssembleArgs) -> ExitCode {
         if summary.diagnostics.len() > 20 {
             eprintln!("ctxasm: … {} more diagnostics (--json lists all)", summary.diagnostics.len() - 20);
         }
-        let ratio = if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
+        let ratio =
+            if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
         eprintln!(
             "ctxasm: {} sessions, {} recorded requests, {} written; {:.1} MB written ({:.1}% of the batch format's {:.1} MB){}; {:.2} s, {:.0} MB/s",
             summary.sessions,

@@ -35,8 +35,11 @@ pub type Wire = HashMap<String, Vec<WireRequest>>;
 /// Read a `wire.jsonl` capture. Lines that are not Messages API requests
 /// (no `body.messages`) are skipped.
 pub fn read_wire(path: &Path) -> io::Result<Wire> {
-    let text = std::fs::read_to_string(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-    let bad = |line: usize, msg: &str| io::Error::new(io::ErrorKind::InvalidData, format!("{}:{line}: {msg}", path.display()));
+    let text =
+        std::fs::read_to_string(path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let bad = |line: usize, msg: &str| {
+        io::Error::new(io::ErrorKind::InvalidData, format!("{}:{line}: {msg}", path.display()))
+    };
     let mut wire = Wire::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -45,7 +48,9 @@ pub fn read_wire(path: &Path) -> io::Result<Wire> {
         let v: Value = serde_json::from_str(line).map_err(|e| bad(i + 1, &e.to_string()))?;
         let Some(body) = v.get("body").filter(|b| b.get("messages").is_some()) else { continue };
         let raw = match v.get("raw_b64").and_then(Value::as_str) {
-            Some(b64) => base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| bad(i + 1, &e.to_string()))?,
+            Some(b64) => {
+                base64::engine::general_purpose::STANDARD.decode(b64).map_err(|e| bad(i + 1, &e.to_string()))?
+            }
             None => return Err(bad(i + 1, "no raw_b64")),
         };
         let session = body
@@ -128,9 +133,7 @@ pub fn first_difference(expected: &Value, got: &Value, path: &mut String) -> Opt
                 }
                 path.truncate(len);
             }
-            (a.len() != b.len()).then(|| {
-                (format!("{path}.length"), Value::from(a.len()), Value::from(b.len()))
-            })
+            (a.len() != b.len()).then(|| (format!("{path}.length"), Value::from(a.len()), Value::from(b.len())))
         }
         _ => (expected != got).then(|| (path.clone(), expected.clone(), got.clone())),
     }

@@ -189,9 +189,11 @@ pub fn write_dedup(
 ) -> io::Result<AssembleSummary> {
     std::fs::create_dir_all(dir)?;
     let open = |name: &str| -> io::Result<BufWriter<std::fs::File>> {
-        let f = std::fs::OpenOptions::new().write(true).create_new(true).open(dir.join(name)).map_err(|e| {
-            io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display()))
-        })?;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display())))?;
         Ok(BufWriter::with_capacity(1 << 20, f))
     };
     let mut segs = open("segments.bin")?;
@@ -333,11 +335,13 @@ fn bad(path: &Path, line: usize, msg: impl std::fmt::Display) -> io::Error {
 /// the number of requests.
 pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     let seg_path = dir.join("segments.bin");
-    let data = std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
+    let data =
+        std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
     let mut segments: HashMap<u128, &[u8]> = HashMap::new();
     let mut pos = 0usize;
     while pos < data.len() {
-        let header = data.get(pos..pos + 20).ok_or_else(|| bad(&seg_path, 0, format!("truncated record at byte {pos}")))?;
+        let header =
+            data.get(pos..pos + 20).ok_or_else(|| bad(&seg_path, 0, format!("truncated record at byte {pos}")))?;
         let mut id = [0u8; 16];
         id.copy_from_slice(&header[..16]);
         let id = u128::from_be_bytes(id);
@@ -354,8 +358,8 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         pos += 20 + len;
     }
     let rec_path = dir.join("recipes.jsonl");
-    let text =
-        std::fs::read_to_string(&rec_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", rec_path.display())))?;
+    let text = std::fs::read_to_string(&rec_path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", rec_path.display())))?;
     let mut line_out = Vec::with_capacity(1 << 20);
     let mut n = 0u64;
     for (i, line) in text.lines().enumerate() {
@@ -365,7 +369,10 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         let r: Recipe = serde_json::from_str(line).map_err(|e| bad(&rec_path, i + 1, e))?;
         let get = |h: &str| -> io::Result<&[u8]> {
             let id = u128::from_str_radix(h, 16).map_err(|_| bad(&rec_path, i + 1, format!("bad segment id {h:?}")))?;
-            segments.get(&id).copied().ok_or_else(|| bad(&rec_path, i + 1, format!("segment {h} is not in segments.bin")))
+            segments
+                .get(&id)
+                .copied()
+                .ok_or_else(|| bad(&rec_path, i + 1, format!("segment {h} is not in segments.bin")))
         };
         line_out.clear();
         line_out.extend_from_slice(b"{\"custom_id\":");

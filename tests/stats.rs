@@ -30,7 +30,7 @@ fn expected(name: &str) -> Value {
 fn stats_of(paths: &[&str], threads: Option<usize>) -> Stats {
     let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
     let disc = discover(&paths);
-    collect(&disc, &RunOptions { threads, ..RunOptions::default() })
+    collect(&disc, &RunOptions::with_threads(threads))
 }
 
 #[test]

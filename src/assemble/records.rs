@@ -244,11 +244,13 @@ fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
         return m;
     }
     let Some(Json::Arr([block])) = m.get("content") else { return m };
-    let plain = match block.as_object() {
-        Some([("type", Json::Str("text")), ("text", Json::Str(_))]) => true,
-        Some([("text", Json::Str(_)), ("type", Json::Str("text"))]) => true,
-        _ => false,
-    };
+    let plain = matches!(
+        block.as_object(),
+        Some(
+            [("type", Json::Str("text")), ("text", Json::Str(_))]
+                | [("text", Json::Str(_)), ("type", Json::Str("text"))]
+        )
+    );
     if !plain {
         return m;
     }
@@ -313,15 +315,14 @@ pub fn assemble_records<'a>(bump: &'a Bump, session: &Session<'a, '_>, opts: &Re
             }
         }
     }
-    let chains = session.main.iter().map(|f| Chain { file: f, agent_id: None }).chain(session.subagents.iter().map(
-        |f| Chain {
+    let chains =
+        session.main.iter().map(|f| Chain { file: f, agent_id: None }).chain(session.subagents.iter().map(|f| Chain {
             file: f,
             agent_id: match &f.file.kind {
                 crate::input::discover::FileKind::Subagent { agent_id, .. } => Some(bump.alloc_str(agent_id)),
                 _ => None,
             },
-        },
-    ));
+        }));
     for chain in chains {
         replay_chain(bump, &chain, session, &shapes, &blobs, opts, &mut scratch, &mut out);
     }
@@ -457,9 +458,8 @@ fn build_body<'a>(
     let first_text = canonical.first().map_or("", |m| first_user_text(m));
     let suffix = billing_suffix(&opts.billing_salt, first_text, version);
     let header = format!("x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};");
-    let billing = Json::Obj(
-        bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(bump.alloc_str(&header)))]),
-    );
+    let billing =
+        Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(bump.alloc_str(&header)))]));
     let mut system: Vec<Json<'a>> = vec![billing];
     if let Some(Json::Arr(blocks)) = shape.get("system") {
         system.extend_from_slice(blocks);
