@@ -78,7 +78,8 @@ impl InputArgs {
 
 #[derive(Args)]
 struct IdentityArgs {
-    /// metadata.user_id.device_id [default: userID of ~/.claude.json, else 64 zeros].
+    /// metadata.user_id.device_id [default: userID of ~/.claude.json, else 64
+    /// zeros]; for `verify`, `wire` takes it from each session's capture.
     #[arg(long)]
     device_id: Option<String>,
     /// metadata.user_id.account_uuid (empty for API-key sessions).
@@ -342,7 +343,9 @@ fn verify(args: &VerifyArgs) -> ExitCode {
             }
         }
     }
-    let report = ctxasm::verify::verify(&disc, &run, &args.identity.record_options(), wire.as_ref());
+    let from_wire = args.identity.device_id.as_deref() == Some("wire");
+    let device = if from_wire { ctxasm::verify::DeviceId::FromWire } else { ctxasm::verify::DeviceId::Given };
+    let report = ctxasm::verify::verify(&disc, &run, &args.identity.record_options(), wire.as_ref(), device);
     let code = if args.json {
         print_json(&report)
     } else {

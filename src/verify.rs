@@ -27,6 +27,8 @@ pub struct WireRequest {
     /// 1-based line in the wire file.
     pub line: usize,
     pub raw: Vec<u8>,
+    /// `metadata.user_id.device_id` of the captured request.
+    pub device_id: Option<String>,
 }
 
 /// Captured requests by session id, in capture order.
@@ -53,13 +55,13 @@ pub fn read_wire(path: &Path) -> io::Result<Wire> {
             }
             None => return Err(bad(i + 1, "no raw_b64")),
         };
-        let session = body
+        let user_id = body
             .pointer("/metadata/user_id")
             .and_then(Value::as_str)
-            .and_then(|u| serde_json::from_str::<Value>(u).ok())
-            .and_then(|u| u.get("session_id").and_then(Value::as_str).map(str::to_string))
-            .unwrap_or_default();
-        wire.entry(session).or_default().push(WireRequest { line: i + 1, raw });
+            .and_then(|u| serde_json::from_str::<Value>(u).ok());
+        let field = |k: &str| user_id.as_ref().and_then(|u| u.get(k)).and_then(Value::as_str).map(str::to_string);
+        let session = field("session_id").unwrap_or_default();
+        wire.entry(session).or_default().push(WireRequest { line: i + 1, raw, device_id: field("device_id") });
     }
     Ok(wire)
 }
@@ -143,9 +145,37 @@ struct SessionVerify {
     report: VerifyReport,
 }
 
+/// Where `verify` takes `metadata.user_id.device_id` from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceId {
+    /// The one in the record options.
+    Given,
+    /// The session's captured wire requests (the transcript does not hold
+    /// it); falls back to the record options without a capture.
+    FromWire,
+}
+
 /// Verify every session of `disc` (and compare with `wire`, when given).
-pub fn verify(disc: &Discovery, run: &RunOptions<'_>, opts: &RecordOptions, wire: Option<&Wire>) -> VerifyReport {
+pub fn verify(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &RecordOptions,
+    wire: Option<&Wire>,
+    device: DeviceId,
+) -> VerifyReport {
     let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
+        let main_sid = session.main.as_ref().and_then(|m| m.session_id()).unwrap_or("");
+        let from_wire = (device == DeviceId::FromWire)
+            .then(|| wire.and_then(|w| w.get(main_sid)).and_then(|reqs| reqs.iter().find_map(|r| r.device_id.clone())))
+            .flatten();
+        let session_opts;
+        let opts = match from_wire {
+            Some(d) => {
+                session_opts = RecordOptions { device_id: d, ..opts.clone() };
+                &session_opts
+            }
+            None => opts,
+        };
         let rec = assemble_records(bump, session, opts);
         let mut r = VerifyReport {
             sessions: 1,

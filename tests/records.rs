@@ -7,7 +7,7 @@ use base64::Engine;
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::input::discover::discover;
 use ctxasm::model::session::RunOptions;
-use ctxasm::verify::{read_wire, verify};
+use ctxasm::verify::{DeviceId, read_wire, verify};
 use ctxasm::write::{AssembleOptions, Turns, expand, write_batch, write_dedup};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -84,7 +84,7 @@ fn verify_is_clean_on_every_scenario() {
         let (device, raws) = captured(&dir);
         let disc = discover(&[dir.join("transcripts")]);
         let wire = read_wire(&dir.join("wire.jsonl")).unwrap();
-        let r = verify(&disc, &RunOptions::default(), &opts(&device, Turns::All).records, Some(&wire));
+        let r = verify(&disc, &RunOptions::default(), &opts(&device, Turns::All).records, Some(&wire), DeviceId::Given);
         assert!(r.clean(), "{dir:?}: {:?}", r.mismatches);
         assert_eq!(r.requests as usize, raws.len());
         assert_eq!(r.wire_compared as usize, raws.len());
@@ -98,7 +98,7 @@ fn a_wrong_device_id_is_a_wire_mismatch_with_its_path() {
     let dir = Path::new(FIX).join("hello");
     let disc = discover(&[dir.join("transcripts")]);
     let wire = read_wire(&dir.join("wire.jsonl")).unwrap();
-    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), Some(&wire));
+    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), Some(&wire), DeviceId::Given);
     assert!(!r.clean());
     assert_eq!((r.wire_compared, r.wire_byte_equal, r.wire_json_equal), (1, 0, 0));
     let m = &r.mismatches[0];
@@ -125,7 +125,7 @@ fn an_unmatched_tail_hash_is_a_diagnostic_not_a_guess() {
     let d = &s.diagnostics[0];
     assert_eq!((d.line, d.kind.as_str()), (28, "record_mismatch"));
     assert!(d.message.contains("api-request 39abd18b") && d.message.contains("tail[1]"), "{}", d.message);
-    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), None);
+    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), None, DeviceId::Given);
     assert_eq!((r.messages_hashed, r.hash_matches), (4, 3));
     assert!(!r.clean());
 }
@@ -264,4 +264,38 @@ proptest! {
         expand(&dir, &mut expanded).unwrap();
         prop_assert!(expanded == batch);
     }
+}
+
+#[test]
+fn cli_verify_all_captures_at_once_and_assemble_to_a_file() {
+    let mut args: Vec<String> = vec!["verify".into(), FIX.into(), "--json".into(), "--device-id".into(), "wire".into()];
+    for dir in scenarios() {
+        args.push("--wire".into());
+        args.push(dir.join("wire.jsonl").to_string_lossy().into_owned());
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({"sessions":14,"requests":29,"messages_hashed":68,"hash_matches":68,
+            "wire_compared":29,"wire_byte_equal":29,"wire_json_equal":29,"mismatches":[]})
+    );
+    // Without the device ids the comparison fails, with exit status 1.
+    args.truncate(3);
+    args.push("--wire".into());
+    args.push(format!("{FIX}/hello/wire.jsonl"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(&args).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("batch.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm"))
+        .args(["assemble", &format!("{FIX}/hello/transcripts"), "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 recorded requests, 1 written"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("{\"custom_id\":\"07e16342-760f-4d1e-a0b6-18041c8458ff_0\",\"params\":{\"model\":\"claude-opus-5-5\","));
 }
