@@ -183,6 +183,27 @@ impl<'a> Candidates<'a> {
                 add(m, scratch);
             }
         }
+        // Also runs of consecutive lines of one id: a file where an id comes
+        // back later (copied history) still has each message as one run.
+        let mut run: Vec<Json<'a>> = Vec::new();
+        let mut run_id: Option<&'a str> = None;
+        for e in &msg_entries {
+            let a = e.as_assistant();
+            let id = a.and_then(|a| a.message_id);
+            if id != run_id || id.is_none() {
+                if !run.is_empty() {
+                    add(message(bump, "assistant", Json::Arr(bump.alloc_slice_copy(&run))), scratch);
+                }
+                run.clear();
+                run_id = id;
+            }
+            if let Some(Json::Arr(blocks)) = a.and(e.raw.get("message")).and_then(|m| m.get("content")) {
+                run.extend_from_slice(blocks);
+            }
+        }
+        if !run.is_empty() {
+            add(message(bump, "assistant", Json::Arr(bump.alloc_slice_copy(&run))), scratch);
+        }
         Candidates { by_hash }
     }
 }
