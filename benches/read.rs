@@ -71,7 +71,7 @@ fn benches(c: &mut Criterion) {
     g.throughput(Throughput::Bytes(disc.total_bytes()));
     for threads in [1, 2] {
         g.bench_with_input(BenchmarkId::new("collect_sample", threads), &threads, |b, &t| {
-            let run = RunOptions { threads: Some(t), ..RunOptions::default() };
+            let run = RunOptions::with_threads(Some(t));
             b.iter(|| ctxasm::stats::collect(&disc, &run).lines)
         });
     }
