@@ -369,6 +369,7 @@ fn replay_chain<'a>(
         .find_map(|e| e.raw.get_str("entrypoint"))
         .unwrap_or("cli");
     let mut candidates: Option<Candidates<'a>> = None;
+    let mut verified: std::collections::HashSet<[u8; 32]> = std::collections::HashSet::new();
     // Canonical messages (no cache control) of each request, by id.
     let mut sent: HashMap<&'a str, Vec<&'a Json<'a>>> = HashMap::new();
     // Wire forms of canonical messages, so a message kept across requests
@@ -411,7 +412,12 @@ fn replay_chain<'a>(
                 continue;
             };
             let found = match blobs.get(&key) {
-                Some(m) => (message_hash(m, scratch) == key).then_some(*m),
+                // A blob's hash is checked once per chain, not per use.
+                Some(m) if verified.contains(&key) => Some(*m),
+                Some(m) => (message_hash(m, scratch) == key).then(|| {
+                    verified.insert(key);
+                    *m
+                }),
                 None => candidates
                     .get_or_insert_with(|| Candidates::build(bump, entries, scratch))
                     .by_hash
