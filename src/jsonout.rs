@@ -92,6 +92,23 @@ fn itoa_buf(mut n: u64) -> Digits {
 
 /// Append `v` as compact JSON in document key order.
 pub fn write(out: &mut Vec<u8>, v: &Json<'_>) {
+    write_with(out, v, false);
+}
+
+/// `v` as compact JSON bytes.
+pub fn to_vec(v: &Json<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out, v);
+    out
+}
+
+/// Append `v` with keys sorted (by UTF-16 code units, as JavaScript's
+/// default sort compares strings) and `cache_control` members left out.
+pub fn write_canonical(out: &mut Vec<u8>, v: &Json<'_>) {
+    write_with(out, v, true);
+}
+
+fn write_with(out: &mut Vec<u8>, v: &Json<'_>, canonical: bool) {
     match *v {
         Json::Null => out.extend_from_slice(b"null"),
         Json::Bool(true) => out.extend_from_slice(b"true"),
@@ -111,62 +128,34 @@ pub fn write(out: &mut Vec<u8>, v: &Json<'_>) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write(out, item);
+                write_with(out, item, canonical);
             }
             out.push(b']');
         }
         Json::Obj(members) => {
             out.push(b'{');
-            for (i, (k, val)) in members.iter().enumerate() {
+            let mut member = |i: usize, k: &str, val: &Json<'_>| {
                 if i > 0 {
                     out.push(b',');
                 }
                 write_str(out, k);
                 out.push(b':');
-                write(out, val);
+                write_with(out, val, canonical);
+            };
+            if canonical {
+                let mut sorted: smallvec::SmallVec<[&(&str, Json<'_>); 16]> =
+                    members.iter().filter(|(k, _)| *k != "cache_control").collect();
+                sorted.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+                for (i, (k, val)) in sorted.iter().enumerate() {
+                    member(i, k, val);
+                }
+            } else {
+                for (i, (k, val)) in members.iter().enumerate() {
+                    member(i, k, val);
+                }
             }
             out.push(b'}');
         }
-    }
-}
-
-/// `v` as compact JSON bytes.
-pub fn to_vec(v: &Json<'_>) -> Vec<u8> {
-    let mut out = Vec::new();
-    write(&mut out, v);
-    out
-}
-
-/// Append `v` with keys sorted (by UTF-16 code units, as JavaScript's
-/// default sort compares strings) and `cache_control` members left out.
-pub fn write_canonical(out: &mut Vec<u8>, v: &Json<'_>) {
-    match *v {
-        Json::Arr(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_canonical(out, item);
-            }
-            out.push(b']');
-        }
-        Json::Obj(members) => {
-            let mut sorted: smallvec::SmallVec<[&(&str, Json<'_>); 16]> =
-                members.iter().filter(|(k, _)| *k != "cache_control").collect();
-            sorted.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-            out.push(b'{');
-            for (i, (k, val)) in sorted.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, k);
-                out.push(b':');
-                write_canonical(out, val);
-            }
-            out.push(b'}');
-        }
-        _ => write(out, v),
     }
 }
 
