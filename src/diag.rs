@@ -43,6 +43,9 @@ pub enum DiagKind {
     RecordMismatch,
     /// A rebuilt body that differs from the captured wire request.
     WireMismatch,
+    /// An assembled request that breaks a Messages API rule
+    /// (`assemble::validate`).
+    InvalidRequest,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -65,6 +68,7 @@ impl DiagKind {
             DiagKind::ParentCycle => "parent_cycle",
             DiagKind::RecordMismatch => "record_mismatch",
             DiagKind::WireMismatch => "wire_mismatch",
+            DiagKind::InvalidRequest => "invalid_request",
             DiagKind::Internal => "internal_error",
         }
     }

@@ -22,8 +22,9 @@
 //! is bounded by a chunk of sessions, not by the corpus.
 
 use crate::assemble::records::{RecordOptions, assemble_records};
+use crate::assemble::validate::validate;
 use crate::assemble::{Request, SegmentCache, body_head, body_tail, write_body};
-use crate::diag::Diagnostic;
+use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::input::json::Json;
 use crate::jsonout;
@@ -98,6 +99,22 @@ thread_local! {
     static CACHE: RefCell<SegmentCache> = RefCell::new(SegmentCache::default());
 }
 
+/// Check each selected request against the API rules; a broken rule is an
+/// `invalid_request` diagnostic (the request is still written: it is what
+/// the client sent).
+fn check(requests: &[&Request<'_>], so: &mut SessionOut) {
+    for req in requests {
+        for v in validate(&req.body) {
+            so.diagnostics.push(Diagnostic::new(
+                req.file,
+                req.line,
+                DiagKind::InvalidRequest,
+                format!("{}: {v}", req.custom_id),
+            ));
+        }
+    }
+}
+
 fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache) {
     out.extend_from_slice(b"{\"custom_id\":");
     jsonout::write_str(out, &req.custom_id);
@@ -163,6 +180,7 @@ pub fn write_batch(
         |bump, session| {
             let rec = assemble_records(bump, session, &opts.records);
             let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
+            check(&select(&rec.requests, opts.turns), &mut so);
             CACHE.with(|c| {
                 let mut cache = c.borrow_mut();
                 for req in select(&rec.requests, opts.turns) {
@@ -220,6 +238,7 @@ pub fn write_dedup(
         |bump, session| {
             let rec = assemble_records(bump, session, &opts.records);
             let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
+            check(&select(&rec.requests, opts.turns), &mut so);
             CACHE.with(|c| dedup_session(&rec.requests, opts.turns, &mut c.borrow_mut(), &mut so));
             so
         },

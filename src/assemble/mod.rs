@@ -7,6 +7,7 @@
 //! (system blocks, tool lists) through a [`SegmentCache`].
 
 pub mod records;
+pub mod validate;
 
 use crate::input::json::Json;
 use crate::jsonout;
