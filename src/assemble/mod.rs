@@ -6,6 +6,7 @@
 //! byte for byte as the client did, reusing the bytes of static segments
 //! (system blocks, tool lists) through a [`SegmentCache`].
 
+pub mod media;
 pub mod pairing;
 pub mod records;
 pub mod validate;
