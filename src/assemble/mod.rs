@@ -35,6 +35,24 @@ pub struct Body<'a> {
     pub betas: Vec<&'a str>,
 }
 
+impl<'a> Body<'a> {
+    /// A body of just these messages (no system, tools or params).
+    pub fn from_messages(messages: Vec<&'a Json<'a>>) -> Self {
+        Body {
+            model: Json::Null,
+            messages,
+            system: Vec::new(),
+            system_keys: Vec::new(),
+            tools: None,
+            tools_key: None,
+            metadata: Json::Null,
+            params: Vec::new(),
+            stream: true,
+            betas: Vec::new(),
+        }
+    }
+}
+
 /// One assembled request.
 #[derive(Debug, Clone)]
 pub struct Request<'a> {

@@ -215,21 +215,6 @@ mod tests {
         assert_eq!((out.len(), r.removed_messages, r.dropped_results), (2, 1, 1));
     }
 
-    fn body<'a>(messages: Vec<&'a Json<'a>>) -> Body<'a> {
-        Body {
-            model: Json::Null,
-            messages,
-            system: vec![],
-            system_keys: vec![],
-            tools: None,
-            tools_key: None,
-            metadata: Json::Null,
-            params: vec![],
-            stream: true,
-            betas: vec![],
-        }
-    }
-
     /// A random conversation: messages of random roles whose tool calls and
     /// results use ids from a small set (orphans, strays, duplicates,
     /// interleavings, truncations all occur).
@@ -266,7 +251,7 @@ mod tests {
             let bump = Bump::new();
             let m = msgs(&bump, &text);
             let (out, _) = ensure_tool_result_pairing(&bump, &m);
-            let broken: Vec<Rule> = validate(&body(out.clone()))
+            let broken: Vec<Rule> = validate(&Body::from_messages(out.clone()))
                 .into_iter()
                 .map(|v| v.rule)
                 .filter(|r| matches!(r, Rule::ToolUseUnanswered | Rule::ToolResultWithoutToolUse))

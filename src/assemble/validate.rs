@@ -248,18 +248,7 @@ mod tests {
 
     fn body<'a>(bump: &'a Bump, messages: &str) -> Body<'a> {
         let v: &'a Json<'a> = bump.alloc(LineParser::new().parse(bump, messages.as_bytes()).unwrap());
-        Body {
-            model: Json::Str("m"),
-            messages: v.as_array().unwrap().iter().collect(),
-            system: vec![],
-            system_keys: vec![],
-            tools: None,
-            tools_key: None,
-            metadata: Json::Null,
-            params: vec![],
-            stream: true,
-            betas: vec![],
-        }
+        Body::from_messages(v.as_array().unwrap().iter().collect())
     }
 
     fn rules(b: &Body<'_>) -> Vec<Rule> {
