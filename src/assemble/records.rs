@@ -40,6 +40,7 @@ use crate::diag::{DiagKind, Diagnostic};
 use crate::input::json::Json;
 use crate::jsonout::{self, hex, message_hash, parse_sha256};
 use crate::model::entry::{Entry, EntryKind};
+use crate::model::messages::assistant_messages;
 use crate::model::session::{ParsedFile, Session};
 use bumpalo::Bump;
 use sha2::{Digest, Sha256};
@@ -163,25 +164,12 @@ impl<'a> Candidates<'a> {
             }
         }
         // Assistant messages: lines merged by message.id.
-        let mut order: Vec<&'a str> = Vec::new();
-        let mut by_id: HashMap<&'a str, Vec<Json<'a>>> = HashMap::new();
-        for e in &msg_entries {
-            let Some(a) = e.as_assistant() else { continue };
-            let Some(id) = a.message_id else { continue };
-            let Some(Json::Arr(blocks)) = e.raw.get("message").and_then(|m| m.get("content")) else { continue };
-            by_id
-                .entry(id)
-                .or_insert_with(|| {
-                    order.push(id);
-                    Vec::new()
-                })
-                .extend_from_slice(blocks);
-        }
-        for id in order {
-            if let Some(blocks) = by_id.get(id) {
-                let m = message(bump, "assistant", Json::Arr(bump.alloc_slice_copy(blocks)));
-                add(m, scratch);
-            }
+        let raw_blocks = |i: u32| -> &'a [Json<'a>] {
+            entries[i as usize].raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array).unwrap_or(&[])
+        };
+        for group in assistant_messages(entries).iter().filter(|g| g.id.is_some()) {
+            let blocks: Vec<Json<'a>> = group.entries.iter().flat_map(|&i| raw_blocks(i)).copied().collect();
+            add(message(bump, "assistant", Json::Arr(bump.alloc_slice_copy(&blocks))), scratch);
         }
         // Also runs of consecutive lines of one id: a file where an id comes
         // back later (copied history) still has each message as one run.
