@@ -41,8 +41,6 @@ pub enum DiagKind {
     /// A recorded request that cannot be rebuilt exactly (a tail hash that
     /// matches no message, a missing base or shape, a bad cacheControl path).
     RecordMismatch,
-    /// A rebuilt body that differs from the captured wire request.
-    WireMismatch,
     /// An assembled request that breaks a Messages API rule
     /// (`assemble::validate`).
     InvalidRequest,
@@ -67,7 +65,6 @@ impl DiagKind {
             DiagKind::MissingParent => "missing_parent",
             DiagKind::ParentCycle => "parent_cycle",
             DiagKind::RecordMismatch => "record_mismatch",
-            DiagKind::WireMismatch => "wire_mismatch",
             DiagKind::InvalidRequest => "invalid_request",
             DiagKind::Internal => "internal_error",
         }

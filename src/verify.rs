@@ -11,7 +11,7 @@
 use crate::assemble::SegmentCache;
 use crate::assemble::records::{RecordOptions, assemble_records};
 use crate::assemble::write_body;
-use crate::diag::{DiagKind, Diagnostic};
+use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::model::session::{RunOptions, for_each_session_of};
 use base64::Engine;
@@ -85,6 +85,23 @@ pub struct Mismatch {
     pub message: String,
 }
 
+impl Mismatch {
+    /// A record that could not be rebuilt (from its diagnostic).
+    fn record(session: &str, d: &Diagnostic) -> Self {
+        Mismatch {
+            kind: "record".into(),
+            session: session.to_string(),
+            request: None,
+            file: d.file.clone(),
+            line: d.line as usize,
+            path: None,
+            expected: None,
+            got: None,
+            message: d.message.clone(),
+        }
+    }
+}
+
 /// The `verify --json` object.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct VerifyReport {
@@ -141,10 +158,6 @@ pub fn first_difference(expected: &Value, got: &Value, path: &mut String) -> Opt
     }
 }
 
-struct SessionVerify {
-    report: VerifyReport,
-}
-
 /// Where `verify` takes `metadata.user_id.device_id` from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeviceId {
@@ -190,19 +203,7 @@ pub fn verify(
             .map(|q| q.session_id.to_string())
             .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
             .unwrap_or_default();
-        for d in &rec.diagnostics {
-            r.mismatches.push(Mismatch {
-                kind: "record".into(),
-                session: session_id.clone(),
-                request: None,
-                file: d.file.clone(),
-                line: d.line as usize,
-                path: None,
-                expected: None,
-                got: None,
-                message: d.message.clone(),
-            });
-        }
+        r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
         let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
         if let Some(captured) = captured {
             let mut cache = SegmentCache::default();
@@ -217,27 +218,15 @@ pub fn verify(
                 .collect();
             compare(&mut r, &session_id, &rec.requests, &bodies, captured);
         }
-        SessionVerify { report: r }
+        r
     });
     let mut total = VerifyReport::default();
     for res in results {
         let r = match res {
-            Ok(s) => s.report,
-            Err(d) => VerifyReport {
-                sessions: 1,
-                mismatches: vec![Mismatch {
-                    kind: "record".into(),
-                    session: String::new(),
-                    request: None,
-                    file: d.file,
-                    line: 0,
-                    path: None,
-                    expected: None,
-                    got: None,
-                    message: d.message,
-                }],
-                ..VerifyReport::default()
-            },
+            Ok(r) => r,
+            Err(d) => {
+                VerifyReport { sessions: 1, mismatches: vec![Mismatch::record("", &d)], ..VerifyReport::default() }
+            }
         };
         total.sessions += r.sessions;
         total.requests += r.requests;
@@ -313,7 +302,7 @@ fn compare(
             ),
         });
     }
-    for (_, w) in captured.iter().enumerate().filter(|(j, _)| !wire_used[*j]) {
+    for (w, _) in captured.iter().zip(&wire_used).filter(|(_, used)| !**used) {
         r.mismatches.push(Mismatch {
             kind: "wire_unmatched".into(),
             session: session_id.to_string(),
@@ -326,13 +315,6 @@ fn compare(
             message: format!("captured request on wire line {} has no recorded request", w.line),
         });
     }
-}
-
-/// Convert record diagnostics of a kind verify reports into diagnostics
-/// (for callers that print them as such).
-pub fn as_diagnostic(m: &Mismatch) -> Diagnostic {
-    let kind = if m.kind == "record" { DiagKind::RecordMismatch } else { DiagKind::WireMismatch };
-    Diagnostic::new(m.file.clone(), m.line as u32, kind, m.message.clone())
 }
 
 #[cfg(test)]

@@ -115,6 +115,19 @@ fn check(requests: &[&Request<'_>], so: &mut SessionOut) {
     }
 }
 
+/// Replay a session's records and start its output: counts, record
+/// diagnostics and the validity check of the selected requests.
+fn replay<'a>(
+    bump: &'a bumpalo::Bump,
+    session: &crate::model::session::Session<'a, '_>,
+    opts: &AssembleOptions,
+) -> (Vec<Request<'a>>, SessionOut) {
+    let rec = assemble_records(bump, session, &opts.records);
+    let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
+    check(&select(&rec.requests, opts.turns), &mut so);
+    (rec.requests, so)
+}
+
 fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache) {
     out.extend_from_slice(b"{\"custom_id\":");
     jsonout::write_str(out, &req.custom_id);
@@ -147,14 +160,14 @@ fn run_chunks(
     for chunk in disc.groups.chunks((threads * CHUNK_PER_THREAD).max(1)) {
         for result in for_each_session_of(disc, chunk, run, &f) {
             summary.sessions += 1;
-            let out = match result {
+            let mut out = match result {
                 Ok(out) => out,
                 Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
             };
             summary.recorded_requests += out.recorded;
             summary.requests_written += out.written;
             summary.batch_bytes += out.batch_bytes;
-            summary.diagnostics.extend(out.diagnostics.iter().cloned());
+            summary.diagnostics.append(&mut out.diagnostics);
             sink(out)?;
         }
     }
@@ -178,12 +191,10 @@ pub fn write_batch(
             out.write_all(&s.lines)
         },
         |bump, session| {
-            let rec = assemble_records(bump, session, &opts.records);
-            let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
-            check(&select(&rec.requests, opts.turns), &mut so);
+            let (requests, mut so) = replay(bump, session, opts);
             CACHE.with(|c| {
                 let mut cache = c.borrow_mut();
-                for req in select(&rec.requests, opts.turns) {
+                for req in select(&requests, opts.turns) {
                     batch_line(&mut so.lines, req, &mut cache);
                     so.written += 1;
                 }
@@ -236,10 +247,8 @@ pub fn write_dedup(
             recipes.write_all(&s.lines)
         },
         |bump, session| {
-            let rec = assemble_records(bump, session, &opts.records);
-            let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
-            check(&select(&rec.requests, opts.turns), &mut so);
-            CACHE.with(|c| dedup_session(&rec.requests, opts.turns, &mut c.borrow_mut(), &mut so));
+            let (requests, mut so) = replay(bump, session, opts);
+            CACHE.with(|c| dedup_session(&requests, opts.turns, &mut c.borrow_mut(), &mut so));
             so
         },
     )?;

@@ -165,7 +165,12 @@ impl<'a> Candidates<'a> {
         }
         // Assistant messages: lines merged by message.id.
         let raw_blocks = |i: u32| -> &'a [Json<'a>] {
-            entries[i as usize].raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array).unwrap_or(&[])
+            entries[i as usize]
+                .raw
+                .get("message")
+                .and_then(|m| m.get("content"))
+                .and_then(Json::as_array)
+                .unwrap_or(&[])
         };
         for group in assistant_messages(entries).iter().filter(|g| g.id.is_some()) {
             let blocks: Vec<Json<'a>> = group.entries.iter().flat_map(|&i| raw_blocks(i)).copied().collect();
