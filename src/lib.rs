@@ -10,9 +10,12 @@
 pub mod assemble;
 pub mod baseline;
 pub mod diag;
+pub mod env;
 pub mod input;
 pub mod jsonout;
+pub mod memory;
 pub mod model;
+pub mod profile;
 pub mod stats;
 pub mod verify;
 pub mod write;

@@ -6,9 +6,12 @@
 //! byte for byte as the client did, reusing the bytes of static segments
 //! (system blocks, tool lists) through a [`SegmentCache`].
 
+pub mod contexts;
 pub mod media;
 pub mod pairing;
 pub mod records;
+pub mod system_blocks;
+pub mod system_prompt;
 pub mod validate;
 
 use crate::input::json::Json;
