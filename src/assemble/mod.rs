@@ -6,9 +6,14 @@
 //! byte for byte as the client did, reusing the bytes of static segments
 //! (system blocks, tool lists) through a [`SegmentCache`].
 
+pub mod attachments;
+pub mod breakpoints;
 pub mod contexts;
 pub mod media;
+pub mod normalize;
 pub mod pairing;
+pub mod pipeline;
+pub mod projection;
 pub mod records;
 pub mod system_blocks;
 pub mod system_prompt;

@@ -124,7 +124,7 @@ pub fn billing_suffix(salt: &str, first_text: &str, version: &str) -> String {
 }
 
 /// The first text of a message's content that is not a `<system-reminder>`.
-fn first_user_text<'a>(msg: &Json<'a>) -> &'a str {
+pub fn first_user_text<'a>(msg: &Json<'a>) -> &'a str {
     match msg.get("content") {
         Some(Json::Str(s)) => s,
         Some(Json::Arr(blocks)) => blocks
@@ -252,7 +252,7 @@ fn set_cache_control<'a>(bump: &'a Bump, root: &Json<'a>, path: &[Json<'a>], val
 
 /// The wire form of a message without cache control: a user or system
 /// message made of one plain text block is sent as a string.
-fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
+pub fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
     let role = m.get_str("role");
     if !matches!(role, Some("user") | Some("system")) {
         return m;

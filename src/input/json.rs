@@ -37,6 +37,32 @@ impl<'a> Json<'a> {
         }
     }
 
+    /// `v` copied into `bump` (member order kept: serde_json is built with
+    /// `preserve_order`).
+    pub fn from_serde(bump: &'a Bump, v: &serde_json::Value) -> Json<'a> {
+        use serde_json::Value;
+        match v {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(*b),
+            Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(u), _, _) => Json::U64(u),
+                (_, Some(i), _) => Json::I64(i),
+                (_, _, Some(f)) => Json::F64(f),
+                _ => Json::Null,
+            },
+            Value::String(s) => Json::Str(bump.alloc_str(s)),
+            Value::Array(items) => {
+                let items: Vec<Json<'a>> = items.iter().map(|x| Json::from_serde(bump, x)).collect();
+                Json::Arr(bump.alloc_slice_copy(&items))
+            }
+            Value::Object(members) => {
+                let members: Vec<(&'a str, Json<'a>)> =
+                    members.iter().map(|(k, x)| (&*bump.alloc_str(k), Json::from_serde(bump, x))).collect();
+                Json::Obj(bump.alloc_slice_copy(&members))
+            }
+        }
+    }
+
     /// A string member of an object.
     #[inline]
     pub fn get_str(&self, key: &str) -> Option<&'a str> {

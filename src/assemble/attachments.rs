@@ -1,0 +1,164 @@
+//! Attachments: what an `attachment` entry adds to the request.
+//!
+//! Since 2.1.270 Claude Code writes, next to each attachment, the text it
+//! sends for it: `rendered` (a list of `{content}` parts, `null` when the
+//! attachment sends nothing) and `renderedRole` (`user`, or `system` for the
+//! mid-conversation system turns of 2.1.3xx). Those are used as written
+//! (checked on all 14 scenarios of the 2.1.328 captures).
+//!
+//! Older attachments carry no `rendered`. The common kinds found in the
+//! public corpus are rendered here as `<system-reminder>` user text built
+//! from their fields; no capture holds those kinds as sent, so that text is
+//! ctxasm's approximation, not a byte-exact rebuild. Kinds that send nothing
+//! or that ctxasm cannot render (`prompt_snapshot`, `hook_success` of a hook
+//! that returned no context, unknown kinds) give `None`.
+
+use crate::input::json::Json;
+use crate::model::entry::Entry;
+use bumpalo::Bump;
+use smallvec::SmallVec;
+
+/// Who an attachment speaks as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachmentRole {
+    User,
+    System,
+}
+
+/// The text an attachment adds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered<'a> {
+    pub role: AttachmentRole,
+    pub texts: SmallVec<[&'a str; 2]>,
+    /// `renderedBesideToolResult`: written next to a tool result.
+    pub beside_tool_result: bool,
+    /// Rendered by ctxasm (the entry had no `rendered`).
+    pub approximated: bool,
+}
+
+/// What `e` (an attachment entry) sends, if anything.
+pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
+    let crate::model::entry::EntryKind::Attachment(a) = &e.kind else { return None };
+    let role = match a.rendered_role {
+        Some("system") => AttachmentRole::System,
+        _ => AttachmentRole::User,
+    };
+    let beside_tool_result = e.raw.get_bool("renderedBesideToolResult").unwrap_or(false);
+    if e.raw.get("rendered").is_some() {
+        // Written by the client: `null` or `[]` means nothing is sent.
+        let parts = a.rendered.and_then(Json::as_array).unwrap_or(&[]);
+        let texts: SmallVec<[&'a str; 2]> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Json::Str(s) => Some(*s),
+                _ => p.get_str("content"),
+            })
+            .collect();
+        if texts.is_empty() {
+            return None;
+        }
+        return Some(Rendered { role, texts, beside_tool_result, approximated: false });
+    }
+    let text = approximate(a.attachment_type?, a.attachment)?;
+    let text: &'a str = bump.alloc_str(&text);
+    Some(Rendered {
+        role: AttachmentRole::User,
+        texts: smallvec::smallvec![text],
+        beside_tool_result,
+        approximated: true,
+    })
+}
+
+fn reminder(body: &str) -> String {
+    format!("<system-reminder>\n{body}\n</system-reminder>")
+}
+
+/// ctxasm's rendering of an attachment written without `rendered`.
+fn approximate(kind: &str, att: &Json<'_>) -> Option<String> {
+    let joined = |key: &str| -> Option<String> {
+        match att.get(key)? {
+            Json::Str(s) => Some((*s).to_string()),
+            Json::Arr(items) => {
+                let parts: Vec<&str> = items.iter().filter_map(Json::as_str).collect();
+                (!parts.is_empty()).then(|| parts.join("\n"))
+            }
+            _ => None,
+        }
+    };
+    match kind {
+        "hook_additional_context" => {
+            let hook = att.get_str("hookName").unwrap_or("hook");
+            Some(reminder(&format!("{hook} hook additional context: {}", joined("content")?)))
+        }
+        "hook_blocking_error" => {
+            let hook = att.get_str("hookName").unwrap_or("hook");
+            let err = att.get("blockingError").and_then(|b| b.get_str("blockingError")).unwrap_or("");
+            Some(reminder(&format!("{hook} hook blocking error: {err}")))
+        }
+        "skill_listing" => Some(reminder(&format!(
+            "The following skills are available for use with the Skill tool:\n\n{}",
+            joined("content")?
+        ))),
+        "task_reminder" | "todo_reminder" => {
+            let items = att.get("content").map(Json::to_compact_string).unwrap_or_default();
+            Some(reminder(&format!("The task list: {items}")))
+        }
+        "deferred_tools_delta" => {
+            let names = att.get("addedNames").and_then(Json::as_array)?;
+            let names: Vec<&str> = names.iter().filter_map(Json::as_str).collect();
+            (!names.is_empty()).then(|| {
+                reminder(&format!(
+                    "The following deferred tools are now available via ToolSearch:\n{}",
+                    names.join("\n")
+                ))
+            })
+        }
+        "nested_memory" => {
+            let path = att.get_str("path")?;
+            let content = att.get("content").and_then(|c| c.get_str("content").or_else(|| c.as_str()))?;
+            Some(reminder(&format!("Contents of {path}:\n\n{content}")))
+        }
+        // hook_success and the others send nothing ctxasm can rebuild.
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{ReadOptions, parse_bytes};
+
+    #[test]
+    fn rendered_text_and_role_are_used_as_written() {
+        let bump = Bump::new();
+        let line = br#"{"type":"attachment","uuid":"a","parentUuid":"p","attachment":{"type":"date"},"rendered":[{"content":"<system-reminder>\nToday's date is 2026-11-30.\n</system-reminder>"}],"renderedRole":"system"}
+{"type":"attachment","uuid":"b","parentUuid":"a","attachment":{"type":"prompt_snapshot"},"rendered":null}
+{"type":"attachment","uuid":"c","parentUuid":"b","attachment":{"type":"remote_session_change"},"rendered":[{"content":"x"}],"renderedRole":"user","renderedBesideToolResult":true}
+{"type":"attachment","uuid":"d","parentUuid":"c","attachment":{"type":"hook_success","content":"ok"}}
+"#;
+        let parsed = parse_bytes(&bump, line, "t", &ReadOptions::default());
+        let r: Vec<Option<Rendered>> = parsed.entries.iter().map(|e| render(&bump, e)).collect();
+        let date = r[0].as_ref().unwrap();
+        assert_eq!(date.role, AttachmentRole::System);
+        assert_eq!(date.texts.as_slice(), ["<system-reminder>\nToday's date is 2026-11-30.\n</system-reminder>"]);
+        assert!(!date.approximated);
+        assert_eq!(r[1], None);
+        let remote = r[2].as_ref().unwrap();
+        assert_eq!((remote.role, remote.beside_tool_result), (AttachmentRole::User, true));
+        assert_eq!(r[3], None);
+    }
+
+    #[test]
+    fn older_kinds_are_approximated() {
+        let bump = Bump::new();
+        let line = br#"{"type":"attachment","uuid":"a","attachment":{"type":"hook_additional_context","hookName":"SessionStart","content":["be nice"]}}
+"#;
+        let parsed = parse_bytes(&bump, line, "t", &ReadOptions::default());
+        let r = render(&bump, &parsed.entries[0]).unwrap();
+        assert!(r.approximated);
+        assert_eq!(
+            r.texts.as_slice(),
+            ["<system-reminder>\nSessionStart hook additional context: be nice\n</system-reminder>"]
+        );
+    }
+}

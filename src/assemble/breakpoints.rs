@@ -1,0 +1,61 @@
+//! Cache breakpoints on messages (SPEC.md stage 4, `addCacheBreakpoints`).
+//!
+//! Both captured releases put exactly one `cache_control` in the message
+//! list: on the last block of the last message (2.1.88 and 2.1.328, every
+//! request of the 28 captured scenarios; the `system` message of 2.1.328's
+//! first request gets it when it is last). A block the API refuses to mark
+//! — thinking, redacted thinking, empty text — is skipped for the block
+//! before it.
+
+use super::normalize::with_member;
+use crate::input::json::Json;
+use bumpalo::Bump;
+
+fn can_carry(b: &Json<'_>) -> bool {
+    match b.get_str("type") {
+        Some("thinking") | Some("redacted_thinking") => false,
+        Some("text") => b.get_str("text").is_some_and(|t| !t.is_empty()),
+        _ => true,
+    }
+}
+
+/// Put `cache_control: value` on the last markable block of the last
+/// message; returns whether one was placed.
+pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>) -> bool {
+    let Some(last) = messages.last_mut() else { return false };
+    let Some(Json::Arr(blocks)) = last.get("content") else { return false };
+    let Some(i) = blocks.iter().rposition(can_carry) else { return false };
+    let Some(block) = with_member(bump, &blocks[i], "cache_control", value) else { return false };
+    let mut new_blocks = blocks.to_vec();
+    new_blocks[i] = block;
+    let Some(m) = with_member(bump, last, "content", Json::Arr(bump.alloc_slice_copy(&new_blocks))) else {
+        return false;
+    };
+    *last = bump.alloc(m);
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::json::LineParser;
+
+    #[test]
+    fn last_markable_block_of_last_message() {
+        let bump = Bump::new();
+        let m: &Json = bump.alloc(
+            LineParser::new()
+                .parse(&bump, br#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x"},{"type":"text","text":""}]}"#)
+                .unwrap(),
+        );
+        let cc = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("ephemeral"))]));
+        let mut msgs = vec![m];
+        assert!(add_cache_breakpoints(&bump, &mut msgs, cc));
+        assert_eq!(
+            msgs[0].to_compact_string(),
+            r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x","cache_control":{"type":"ephemeral"}},{"type":"text","text":""}]}"#
+        );
+        let mut none: Vec<&Json> = vec![];
+        assert!(!add_cache_breakpoints(&bump, &mut none, cc));
+    }
+}

@@ -1,0 +1,348 @@
+//! Normalization: from projected transcript entries to API messages
+//! (SPEC.md stage 4, `normalizeMessagesForAPI`).
+//!
+//! Entries first become [`Piece`]s ([`piece_of_entry`]); the pipeline may add
+//! pieces a transcript does not hold (the 2.1.88 skills listing, the user
+//! context). [`normalize`] then, in order:
+//! 1. drops what is never sent: progress and metadata lines, synthetic API
+//!    error messages, `isVisibleInTranscriptOnly` user lines, assistant
+//!    messages of only thinking (orphaned thinking) or only whitespace text;
+//!    a local-command `system` line becomes user text;
+//! 2. reorders attachments: a user-role attachment moves up past plain user
+//!    messages (prompts, meta text) and system-role attachments, and stops
+//!    at an assistant message, a tool result or another user-role
+//!    attachment — so reminders go before the prompt they came with and
+//!    after the tool results they came with;
+//! 3. builds messages: consecutive user-role attachments are one user
+//!    message (their texts as text blocks); consecutive system-role
+//!    attachments are one `role: "system"` message whose text is their
+//!    texts without the `<system-reminder>` wrapper, joined by `"\n\n"`,
+//!    plus the profile's extra members (`output_config` in 2.1.328);
+//!    assistant lines sharing a `message.id` are one message;
+//! 4. merges consecutive user messages: a text block ending the earlier
+//!    message gets `"\n"` appended, then the blocks are concatenated; with
+//!    [`Rules::attachments_into_tool_result`] (2.1.88) attachment text after
+//!    a string tool result is appended to that result's content instead.
+//!
+//! Rules 2–4 were found on the captures: all requests of the 14 2.1.328
+//! scenarios and of the 14 2.1.88 scenarios (see `tests/pipeline.rs`).
+
+use super::attachments::{self, AttachmentRole};
+use crate::input::json::Json;
+use crate::model::content::BlockKind;
+use crate::model::entry::{Entry, EntryKind};
+use bumpalo::Bump;
+use smallvec::SmallVec;
+
+/// A unit of conversation before normalization.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece<'a> {
+    /// A user message: a prompt, meta text, tool results.
+    User { blocks: &'a [Json<'a>], tool_results: bool },
+    /// One line of an assistant message.
+    Assistant { id: Option<&'a str>, blocks: &'a [Json<'a>] },
+    /// Text an attachment adds.
+    Attachment { role: AttachmentRole, texts: SmallVec<[&'a str; 2]> },
+}
+
+/// Profile-dependent normalization choices.
+#[derive(Debug, Clone, Default)]
+pub struct Rules<'a> {
+    /// Members appended to every `role: "system"` message (2.1.328:
+    /// `output_config`).
+    pub system_message_extra: Vec<(&'a str, Json<'a>)>,
+    /// System-role attachments are sent as user text (layouts without
+    /// system turns).
+    pub system_attachments_as_user: bool,
+    /// 2.1.88: attachment text following a string `tool_result` is appended
+    /// to that result (joined by `"\n"`).
+    pub attachments_into_tool_result: bool,
+}
+
+/// What normalization dropped or merged.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Report {
+    pub dropped_thinking_only: usize,
+    pub dropped_empty_assistant: usize,
+    pub merged_user_messages: usize,
+    pub merged_assistant_lines: usize,
+}
+
+/// The piece an entry contributes, if any.
+pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
+    match &e.kind {
+        EntryKind::User(u) => {
+            if u.is_visible_in_transcript_only {
+                return None;
+            }
+            let blocks: &'a [Json<'a>] = match e.raw.get("message").and_then(|m| m.get("content"))? {
+                Json::Arr(blocks) => blocks,
+                Json::Str(s) => bump.alloc_slice_copy(&[text_block(bump, s)]),
+                _ => return None,
+            };
+            if blocks.is_empty() {
+                return None;
+            }
+            let tool_results = u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
+            Some(Piece::User { blocks, tool_results })
+        }
+        EntryKind::Assistant(a) => {
+            if a.is_api_error_message || a.model == Some("<synthetic>") {
+                return None;
+            }
+            let blocks = e.raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array)?;
+            Some(Piece::Assistant { id: a.message_id, blocks })
+        }
+        EntryKind::Attachment(_) => {
+            let r = attachments::render(bump, e)?;
+            Some(Piece::Attachment { role: r.role, texts: r.texts })
+        }
+        EntryKind::System(s) if s.subtype == Some("local_command") => {
+            let text = s.content.filter(|t| !t.trim().is_empty())?;
+            Some(Piece::User { blocks: bump.alloc_slice_copy(&[text_block(bump, text)]), tool_results: false })
+        }
+        _ => None,
+    }
+}
+
+/// `{"type":"text","text":…}`.
+pub fn text_block<'a>(bump: &'a Bump, text: &'a str) -> Json<'a> {
+    Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(text))]))
+}
+
+fn is_thinking(b: &Json<'_>) -> bool {
+    matches!(b.get_str("type"), Some("thinking") | Some("redacted_thinking"))
+}
+
+fn is_blank_text(b: &Json<'_>) -> bool {
+    b.get_str("type") == Some("text") && b.get_str("text").is_none_or(|t| t.trim().is_empty())
+}
+
+#[derive(Debug)]
+enum Msg<'a> {
+    User(Vec<Json<'a>>),
+    Assistant(Option<&'a str>, Vec<Json<'a>>),
+    System(Vec<&'a str>),
+}
+
+/// Build the API messages (content always as block lists; the wire's
+/// string form is chosen later, after cache breakpoints).
+pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
+    let mut report = Report::default();
+    // 1 + 2: drop, then reorder attachments.
+    let mut order: Vec<Piece<'a>> = Vec::with_capacity(pieces.len());
+    for p in pieces {
+        let p = match p {
+            Piece::Attachment { role: AttachmentRole::System, texts } if rules.system_attachments_as_user => {
+                Piece::Attachment { role: AttachmentRole::User, texts: texts.clone() }
+            }
+            other => other.clone(),
+        };
+        match &p {
+            Piece::Attachment { role: AttachmentRole::User, .. } => {
+                let mut at = order.len();
+                while at > 0 {
+                    match &order[at - 1] {
+                        Piece::User { tool_results: false, .. }
+                        | Piece::Attachment { role: AttachmentRole::System, .. } => at -= 1,
+                        _ => break,
+                    }
+                }
+                order.insert(at, p);
+            }
+            _ => order.push(p),
+        }
+    }
+    // 3: messages.
+    let mut msgs: Vec<Msg<'a>> = Vec::new();
+    let mut prev_user_attachment = false;
+    for p in &order {
+        match p {
+            Piece::Attachment { role: AttachmentRole::User, texts } => {
+                let blocks: Vec<Json<'a>> = texts.iter().map(|t| text_block(bump, t)).collect();
+                match msgs.last_mut() {
+                    Some(Msg::User(prev)) if prev_user_attachment => prev.extend(blocks),
+                    _ => msgs.push(Msg::User(blocks)),
+                }
+                prev_user_attachment = true;
+                continue;
+            }
+            Piece::Attachment { role: AttachmentRole::System, texts } => match msgs.last_mut() {
+                Some(Msg::System(prev)) => prev.extend(texts.iter().copied()),
+                _ => msgs.push(Msg::System(texts.to_vec())),
+            },
+            Piece::User { blocks, .. } => msgs.push(Msg::User(blocks.to_vec())),
+            Piece::Assistant { id, blocks } => match msgs.last_mut() {
+                Some(Msg::Assistant(prev_id, prev)) if id.is_some() && prev_id == id => {
+                    report.merged_assistant_lines += 1;
+                    prev.extend_from_slice(blocks)
+                }
+                _ => msgs.push(Msg::Assistant(*id, blocks.to_vec())),
+            },
+        }
+        prev_user_attachment = false;
+    }
+    // Assistant messages (fragments merged) of only thinking or blank text.
+    msgs.retain(|m| match m {
+        Msg::Assistant(_, blocks) if !blocks.is_empty() && blocks.iter().all(is_thinking) => {
+            report.dropped_thinking_only += 1;
+            false
+        }
+        Msg::Assistant(_, blocks) if blocks.iter().all(is_blank_text) => {
+            report.dropped_empty_assistant += 1;
+            false
+        }
+        _ => true,
+    });
+    // 4: merge consecutive user messages.
+    let mut merged: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
+    for m in msgs {
+        match (merged.last_mut(), m) {
+            (Some(Msg::User(prev)), Msg::User(next)) => {
+                report.merged_user_messages += 1;
+                merge_user(bump, prev, next, rules);
+            }
+            (_, m) => merged.push(m),
+        }
+    }
+    let out = merged
+        .into_iter()
+        .map(|m| -> &'a Json<'a> {
+            match m {
+                Msg::User(blocks) => message(bump, "user", &blocks, &[]),
+                Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
+                Msg::System(texts) => {
+                    let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
+                    let block = text_block(bump, bump.alloc_str(&text));
+                    message(bump, "system", &[block], &rules.system_message_extra)
+                }
+            }
+        })
+        .collect();
+    (out, report)
+}
+
+fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>, rules: &Rules<'a>) {
+    if rules.attachments_into_tool_result
+        && next.iter().all(|b| b.get_str("type") == Some("text"))
+        && let Some(last) = prev.last_mut()
+        && last.get_str("type") == Some("tool_result")
+        && let Some(content) = last.get_str("content")
+    {
+        let mut s = String::from(content);
+        for b in &next {
+            s.push('\n');
+            s.push_str(b.get_str("text").unwrap_or(""));
+        }
+        if let Some(v) = with_member(bump, last, "content", Json::Str(bump.alloc_str(&s))) {
+            *last = v;
+        }
+        return;
+    }
+    if let Some(last) = prev.last_mut()
+        && last.get_str("type") == Some("text")
+        && let Some(text) = last.get_str("text")
+        && let Some(v) = with_member(bump, last, "text", Json::Str(bump.alloc_str(&format!("{text}\n"))))
+    {
+        *last = v;
+    }
+    prev.extend(next);
+}
+
+/// The text of a system-role attachment without its reminder wrapper.
+fn strip_reminder(t: &str) -> &str {
+    let t = t.strip_prefix("<system-reminder>\n").unwrap_or(t);
+    let t = t.strip_suffix('\n').unwrap_or(t);
+    t.strip_suffix("\n</system-reminder>").unwrap_or(t)
+}
+
+/// `{role, content, …extra}`.
+pub fn message<'a>(bump: &'a Bump, role: &'a str, blocks: &[Json<'a>], extra: &[(&'a str, Json<'a>)]) -> &'a Json<'a> {
+    let mut members: Vec<(&'a str, Json<'a>)> =
+        vec![("role", Json::Str(role)), ("content", Json::Arr(bump.alloc_slice_copy(blocks)))];
+    members.extend_from_slice(extra);
+    bump.alloc(Json::Obj(bump.alloc_slice_copy(&members)))
+}
+
+/// `obj` with member `key` set to `value` (replaced in place, else appended).
+pub fn with_member<'a>(bump: &'a Bump, obj: &Json<'a>, key: &'a str, value: Json<'a>) -> Option<Json<'a>> {
+    let members = obj.as_object()?;
+    let mut out: Vec<(&'a str, Json<'a>)> = members.to_vec();
+    match out.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => out.push((key, value)),
+    }
+    Some(Json::Obj(bump.alloc_slice_copy(&out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smallvec::smallvec;
+
+    fn s(bump: &Bump, v: &[&Json]) -> String {
+        let _ = bump;
+        v.iter().map(|m| m.to_compact_string()).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn attachments_move_before_the_prompt_and_merge_with_newline() {
+        let bump = Bump::new();
+        let prompt = Piece::User { blocks: bump.alloc_slice_copy(&[text_block(&bump, "hi")]), tool_results: false };
+        let pieces = vec![
+            prompt,
+            Piece::Attachment {
+                role: AttachmentRole::System,
+                texts: smallvec!["<system-reminder>\nenv\n</system-reminder>"],
+            },
+            Piece::Attachment { role: AttachmentRole::User, texts: smallvec!["A"] },
+            Piece::Attachment {
+                role: AttachmentRole::System,
+                texts: smallvec!["<system-reminder>\ndate\n</system-reminder>"],
+            },
+            Piece::Attachment { role: AttachmentRole::User, texts: smallvec!["B"] },
+        ];
+        let (msgs, report) = normalize(&bump, &pieces, &Rules::default());
+        assert_eq!(
+            s(&bump, &msgs),
+            "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"A\"},{\"type\":\"text\",\"text\":\"B\\n\"},{\"type\":\"text\",\"text\":\"hi\"}]}\n{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"env\\n\\ndate\"}]}"
+        );
+        assert_eq!(report.merged_user_messages, 1);
+    }
+
+    #[test]
+    fn attachments_stay_after_tool_results_and_fragments_merge() {
+        let bump = Bump::new();
+        let tu = |id: &'static str| -> Json<'static> {
+            Json::Obj(Box::leak(Box::new([("type", Json::Str("tool_use")), ("id", Json::Str(id))])))
+        };
+        let tr = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("tool_result")), ("content", Json::Str("x\n"))]));
+        let think = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("thinking")), ("thinking", Json::Str("t"))]));
+        let pieces = vec![
+            Piece::User { blocks: bump.alloc_slice_copy(&[text_block(&bump, "go")]), tool_results: false },
+            Piece::Assistant { id: Some("m0"), blocks: bump.alloc_slice_copy(&[think]) },
+            Piece::Assistant { id: Some("m1"), blocks: bump.alloc_slice_copy(&[tu("a")]) },
+            Piece::Assistant { id: Some("m1"), blocks: bump.alloc_slice_copy(&[tu("b")]) },
+            Piece::User { blocks: bump.alloc_slice_copy(&[tr]), tool_results: true },
+            Piece::Attachment { role: AttachmentRole::User, texts: smallvec!["R"] },
+        ];
+        let (msgs, report) = normalize(&bump, &pieces, &Rules::default());
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(
+            msgs[1].to_compact_string(),
+            "{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"a\"},{\"type\":\"tool_use\",\"id\":\"b\"}]}"
+        );
+        assert_eq!(
+            msgs[2].to_compact_string(),
+            "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"content\":\"x\\n\"},{\"type\":\"text\",\"text\":\"R\"}]}"
+        );
+        assert_eq!((report.dropped_thinking_only, report.merged_assistant_lines), (1, 1));
+        // 2.1.88: the reminder goes into the tool result.
+        let rules = Rules { attachments_into_tool_result: true, ..Rules::default() };
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        assert_eq!(
+            msgs[2].to_compact_string(),
+            "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"content\":\"x\\n\\nR\"}]}"
+        );
+    }
+}

@@ -1,0 +1,448 @@
+//! The context-assembly pipeline: build every request of a session from the
+//! conversation itself, stage by stage (SPEC.md "The pipeline described by
+//! the seeds"), instead of replaying recorded requests.
+//!
+//! Per chain (main transcript, then each subagent), per turn (assistant API
+//! message, [`projection::turns`]):
+//! projection → attachments / pieces → [`normalize`] → tool pairing →
+//! media limit → cache breakpoints → wire form → request body.
+//! The system blocks, tools and params come from the [`Layout`]: for
+//! `cc-2.1.328` the system prompt and tools of the session
+//! (`api-request-shape`), for the seed layout the blocks rendered from a
+//! profile and the session environment (`system_prompt`, `system_blocks`).
+
+use super::normalize::{self, Piece, Rules};
+use super::pairing::{PairingRepairs, ensure_tool_result_pairing};
+use super::projection::{self, Links};
+use super::records::{RecordOptions, billing_suffix, collapse, custom_id, first_user_text};
+use super::{Body, Request, breakpoints, media};
+use crate::diag::{DiagKind, Diagnostic};
+use crate::input::json::Json;
+use crate::jsonout;
+use crate::model::entry::{Entry, EntryKind};
+use crate::model::session::{ParsedFile, Session};
+use bumpalo::Bump;
+use std::collections::HashMap;
+
+/// Where a request's system blocks and tools come from.
+#[derive(Debug, Clone)]
+pub enum SystemSource {
+    /// The session's `api-request-shape` written before the turn (2.1.3xx):
+    /// its blocks each get `cache_control: {type: ephemeral}`.
+    SessionShape,
+    /// Blocks and tools rendered once for the session (seed layout).
+    Rendered { blocks: Vec<serde_json::Value>, tools: Option<serde_json::Value> },
+}
+
+/// Which text feeds the billing header's suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BillingText {
+    /// The first text block of the first message (2.1.88).
+    FirstBlock,
+    /// The first text of the first message that is not a reminder (2.1.3xx).
+    FirstNonReminder,
+}
+
+/// What the messages side needs from a profile.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub system: SystemSource,
+    /// Body params after `metadata`, in wire order (`max_tokens`,
+    /// `thinking`, `context_management`, `output_config`).
+    pub params: Vec<(String, serde_json::Value)>,
+    /// `anthropic-beta` header values.
+    pub betas: Vec<String>,
+    /// Appended to the billing header (2.1.88: `" cch=00000;"`).
+    pub billing_extra: String,
+    pub billing_text: BillingText,
+    /// Param names copied into every `role: system` message (2.1.328:
+    /// `output_config`).
+    pub system_message_params: Vec<String>,
+    /// System-role attachments become user text (no system turns).
+    pub system_attachments_as_user: bool,
+    pub attachments_into_tool_result: bool,
+    /// The message breakpoint's `cache_control` value.
+    pub cache_control: serde_json::Value,
+    /// Replaces the model of every request (what-if `--model`).
+    pub model: Option<String>,
+}
+
+impl Layout {
+    /// The `cc-2.1.328` layout as captured (all 14 scenarios).
+    pub fn cc_2_1_328() -> Self {
+        use serde_json::json;
+        Layout {
+            system: SystemSource::SessionShape,
+            params: vec![
+                ("max_tokens".into(), json!(128000)),
+                ("thinking".into(), json!({"type": "adaptive", "display": "omitted"})),
+                ("context_management".into(), json!({"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]})),
+                ("output_config".into(), json!({"effort": "medium"})),
+            ],
+            betas: [
+                "claude-code-20250219",
+                "interleaved-thinking-2025-05-14",
+                "context-management-2025-06-27",
+                "per-turn-control-2026-07-01",
+                "mid-conversation-tool-changes-2026-07-01",
+            ]
+            .map(String::from)
+            .to_vec(),
+            billing_extra: String::new(),
+            billing_text: BillingText::FirstNonReminder,
+            system_message_params: vec!["output_config".into()],
+            system_attachments_as_user: false,
+            attachments_into_tool_result: false,
+            cache_control: json!({"type": "ephemeral"}),
+            model: None,
+        }
+    }
+}
+
+/// Pieces the transcript does not hold, added by the profile.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// A meta user message put first in every request (seed
+    /// `prependUserContext`).
+    pub user_context: Option<String>,
+    /// A reminder attached to the first prompt of every CLI process (2.1.88
+    /// skills listing; a process starts at the file start or after a
+    /// `last-prompt` line).
+    pub per_process: Option<String>,
+    /// Reminders added after the result of a `Read` of a matching file
+    /// (conditional memory rules): `(logical path, reminder)` pairs are
+    /// produced by this callback-free table: file path → reminders.
+    pub after_read: HashMap<String, Vec<String>>,
+}
+
+/// Counts of what the pipeline repaired or changed, per session.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PipelineReport {
+    pub turns: u64,
+    pub requests_repaired: u64,
+    pub pairing: PairingRepairsTotal,
+    pub media_stripped: u64,
+    pub thinking_only_dropped: u64,
+    pub empty_assistant_dropped: u64,
+    pub approximated_attachments: u64,
+}
+
+/// [`PairingRepairs`] summed over requests.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PairingRepairsTotal {
+    pub synthetic_results: u64,
+    pub dropped_results: u64,
+    pub inserted_messages: u64,
+    pub removed_messages: u64,
+}
+
+impl PairingRepairsTotal {
+    fn add(&mut self, r: &PairingRepairs) {
+        self.synthetic_results += r.synthetic_results as u64;
+        self.dropped_results += r.dropped_results as u64;
+        self.inserted_messages += r.inserted_messages as u64;
+        self.removed_messages += r.removed_messages as u64;
+    }
+}
+
+/// What the pipeline produced for one session.
+#[derive(Debug, Default)]
+pub struct SessionPipeline<'a> {
+    pub requests: Vec<Request<'a>>,
+    pub report: PipelineReport,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Assemble every turn of `session`.
+pub fn assemble_pipeline<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    layout: &Layout,
+    extras: &Extras,
+    identity: &RecordOptions,
+) -> SessionPipeline<'a> {
+    let mut out = SessionPipeline::default();
+    let statics = Statics::new(bump, layout);
+    let mut shapes: HashMap<&'a str, &'a Json<'a>> = HashMap::new();
+    for f in session.files() {
+        for e in &f.parsed.entries {
+            if let EntryKind::ApiRequestShape { shape_hash: Some(h), shape: Some(s) } = e.kind {
+                shapes.entry(h).or_insert(s);
+            }
+        }
+    }
+    for f in session.files() {
+        let agent_id: Option<&'a str> = match &f.file.kind {
+            crate::input::discover::FileKind::Subagent { agent_id, .. } => Some(bump.alloc_str(agent_id)),
+            _ => None,
+        };
+        chain(bump, f, agent_id, session, layout, &statics, extras, identity, &mut out);
+    }
+    out
+}
+
+/// Layout values converted once per session.
+struct Statics<'a> {
+    params: Vec<(&'a str, Json<'a>)>,
+    system_extra: Vec<(&'a str, Json<'a>)>,
+    cache_control: Json<'a>,
+    system: Option<Vec<Json<'a>>>,
+    tools: Option<&'a Json<'a>>,
+    betas: Vec<&'a str>,
+}
+
+impl<'a> Statics<'a> {
+    fn new(bump: &'a Bump, layout: &Layout) -> Self {
+        let params: Vec<(&'a str, Json<'a>)> =
+            layout.params.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect();
+        let system_extra =
+            params.iter().filter(|(k, _)| layout.system_message_params.iter().any(|p| p == k)).copied().collect();
+        let (system, tools) = match &layout.system {
+            SystemSource::SessionShape => (None, None),
+            SystemSource::Rendered { blocks, tools } => (
+                Some(blocks.iter().map(|b| Json::from_serde(bump, b)).collect()),
+                tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))),
+            ),
+        };
+        Statics {
+            params,
+            system_extra,
+            cache_control: Json::from_serde(bump, &layout.cache_control),
+            system,
+            tools,
+            betas: layout.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn chain<'a>(
+    bump: &'a Bump,
+    f: &ParsedFile<'a, '_>,
+    agent_id: Option<&'a str>,
+    session: &Session<'a, '_>,
+    layout: &Layout,
+    statics: &Statics<'a>,
+    extras: &Extras,
+    identity: &RecordOptions,
+    out: &mut SessionPipeline<'a>,
+) {
+    let entries = &f.parsed.entries;
+    let display: &'a str = bump.alloc_str(&f.file.display);
+    let links = Links::new(entries);
+    let rules = Rules {
+        system_message_extra: statics.system_extra.clone(),
+        system_attachments_as_user: layout.system_attachments_as_user,
+        attachments_into_tool_result: layout.attachments_into_tool_result,
+    };
+    let entrypoint = entries
+        .iter()
+        .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
+        .find_map(|e| e.raw.get_str("entrypoint"))
+        .unwrap_or("cli");
+    // Pieces of each entry, built once and shared by every turn.
+    let mut pieces: Vec<Option<Piece<'a>>> = Vec::with_capacity(entries.len());
+    for e in entries {
+        let p = normalize::piece_of_entry(bump, e);
+        if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
+            && a.rendered.is_none()
+        {
+            out.report.approximated_attachments += 1;
+        }
+        pieces.push(p);
+    }
+    let user_context = extras.user_context.as_deref().map(|t| Piece::User {
+        blocks: bump.alloc_slice_copy(&[normalize::text_block(bump, bump.alloc_str(t))]),
+        tool_results: false,
+    });
+    let per_process = extras.per_process.as_deref().map(|t| Piece::Attachment {
+        role: super::attachments::AttachmentRole::User,
+        texts: smallvec::smallvec![&*bump.alloc_str(t)],
+    });
+    // Prompts that start a CLI process (seed: the skills listing rides on them).
+    let process_starts = process_first_prompts(entries);
+    let mut shape: Option<&'a Json<'a>> = None;
+    let mut shape_line = 0usize;
+    let mut scratch: Vec<Piece<'a>> = Vec::new();
+    for (n, turn) in projection::turns(entries).iter().enumerate() {
+        out.report.turns += 1;
+        let projected = projection::project(entries, &links, turn);
+        scratch.clear();
+        if let Some(p) = &user_context {
+            scratch.push(p.clone());
+        }
+        for &i in &projected {
+            if let Some(p) = &pieces[i] {
+                scratch.push(p.clone());
+            }
+            if let Some(p) = &per_process
+                && process_starts.contains(&i)
+            {
+                scratch.push(p.clone());
+            }
+            for r in read_reminders(&entries[i], extras) {
+                scratch.push(Piece::Attachment {
+                    role: super::attachments::AttachmentRole::User,
+                    texts: smallvec::smallvec![&*bump.alloc_str(r)],
+                });
+            }
+        }
+        let (messages, nrep) = normalize::normalize(bump, &scratch, &rules);
+        out.report.thinking_only_dropped += nrep.dropped_thinking_only as u64;
+        out.report.empty_assistant_dropped += nrep.dropped_empty_assistant as u64;
+        let (messages, prep) = ensure_tool_result_pairing(bump, &messages);
+        out.report.pairing.add(&prep);
+        let (mut messages, stripped) = media::limit_media(bump, &messages);
+        out.report.media_stripped += stripped as u64;
+        if prep.any() || stripped > 0 {
+            out.report.requests_repaired += 1;
+        }
+        let first_text: &str = match layout.billing_text {
+            BillingText::FirstNonReminder => messages.first().map_or("", |m| first_user_text(m)),
+            BillingText::FirstBlock => messages.first().map_or("", |m| first_block_text(m)),
+        };
+        let first_text = first_text.to_string();
+        breakpoints::add_cache_breakpoints(bump, &mut messages, statics.cache_control);
+        let messages: Vec<&'a Json<'a>> = messages.into_iter().map(|m| collapse(bump, m)).collect();
+        // System and tools.
+        let e = &entries[turn.first];
+        let (system_blocks, tools, key) = match &statics.system {
+            Some(blocks) => (blocks.clone(), statics.tools, None),
+            None => {
+                // The newest shape written before this turn.
+                while shape_line < turn.first {
+                    if let EntryKind::ApiRequestShape { shape: Some(s), .. } = entries[shape_line].kind {
+                        shape = Some(s);
+                    }
+                    shape_line += 1;
+                }
+                let Some(s) = shape.or_else(|| session_shape(session)) else {
+                    out.diagnostics.push(Diagnostic::new(
+                        display,
+                        e.line,
+                        DiagKind::InvalidRequest,
+                        "no system prompt for this turn: the session has no api-request-shape; pass --profile with an extracted profile",
+                    ));
+                    continue;
+                };
+                let cc = statics.cache_control;
+                let blocks: Vec<Json<'a>> = s
+                    .get("system")
+                    .and_then(Json::as_array)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(|b| normalize::with_member(bump, b, "cache_control", cc).unwrap_or(*b))
+                    .collect();
+                let key = xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(s));
+                (blocks, s.get("tools"), Some(key))
+            }
+        };
+        let version = e.env.version.unwrap_or("");
+        let suffix = billing_suffix(&identity.billing_salt, &first_text, version);
+        let header = format!(
+            "x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};{}",
+            layout.billing_extra
+        );
+        let mut system: Vec<&'a Json<'a>> = vec![bump.alloc(normalize::text_block(bump, bump.alloc_str(&header)))];
+        let mut system_keys = vec![None];
+        for (i, b) in system_blocks.into_iter().enumerate() {
+            system.push(bump.alloc(b));
+            system_keys.push(key.map(|k: u128| k.wrapping_add(i as u128 + 1)));
+        }
+        let model = match &layout.model {
+            Some(m) => Json::Str(bump.alloc_str(m)),
+            None => e.as_assistant().and_then(|a| a.model).map_or(Json::Null, Json::Str),
+        };
+        let session_id = e.env.session_id.unwrap_or("");
+        let body = Body {
+            model,
+            messages,
+            system,
+            system_keys,
+            tools,
+            tools_key: key.map(|k| k.wrapping_add(0xffff)),
+            metadata: user_id(bump, identity, session_id),
+            params: statics.params.clone(),
+            stream: true,
+            betas: statics.betas.clone(),
+        };
+        out.requests.push(Request {
+            custom_id: custom_id(session_id, agent_id, n),
+            session_id,
+            agent_id,
+            index: n,
+            file: display,
+            line: e.line,
+            timestamp: e.env.timestamp,
+            body,
+        });
+    }
+}
+
+/// Any shape of the session (a subagent file may not write its own).
+fn session_shape<'a>(session: &Session<'a, '_>) -> Option<&'a Json<'a>> {
+    session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| match e.kind {
+        EntryKind::ApiRequestShape { shape: Some(s), .. } => Some(s),
+        _ => None,
+    })
+}
+
+fn first_block_text<'a>(m: &Json<'a>) -> &'a str {
+    match m.get("content") {
+        Some(Json::Str(s)) => s,
+        Some(Json::Arr(blocks)) => blocks.iter().find_map(|b| b.get_str("text")).unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// `metadata` with `user_id` the JSON text Claude Code sends.
+fn user_id<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str) -> Json<'a> {
+    let mut s = Vec::with_capacity(160);
+    s.extend_from_slice(b"{\"device_id\":");
+    jsonout::write_str(&mut s, &identity.device_id);
+    s.extend_from_slice(b",\"account_uuid\":");
+    jsonout::write_str(&mut s, &identity.account_uuid);
+    s.extend_from_slice(b",\"session_id\":");
+    jsonout::write_str(&mut s, session_id);
+    s.push(b'}');
+    let s = bump.alloc_str(&String::from_utf8_lossy(&s));
+    Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(s))]))
+}
+
+/// Entry indices of the prompts that begin a CLI process: the first plain
+/// user prompt of the file and the first one after each `last-prompt` line
+/// (a `-p` process writes `last-prompt` as it ends; checked on
+/// resume-multi-prompt of the 2.1.88 captures).
+fn process_first_prompts(entries: &[Entry<'_>]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut waiting = true;
+    for (i, e) in entries.iter().enumerate() {
+        match &e.kind {
+            EntryKind::LastPrompt { .. } => waiting = true,
+            EntryKind::User(u) if waiting && !e.env.is_meta => {
+                let is_tool_result = u
+                    .content
+                    .blocks()
+                    .iter()
+                    .any(|b| matches!(b.kind, crate::model::content::BlockKind::ToolResult { .. }));
+                if !is_tool_result {
+                    out.push(i);
+                    waiting = false;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Reminders to add after the tool result in `e`, when it is the result of a
+/// `Read` of a file with conditional rules.
+fn read_reminders<'x>(e: &Entry<'_>, extras: &'x Extras) -> &'x [String] {
+    if extras.after_read.is_empty() {
+        return &[];
+    }
+    let Some(u) = e.as_user() else { return &[] };
+    let path = u.tool_use_result.and_then(|r| r.get("file")).and_then(|f| f.get_str("filePath"));
+    path.and_then(|p| extras.after_read.get(p)).map_or(&[], Vec::as_slice)
+}

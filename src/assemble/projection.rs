@@ -1,0 +1,146 @@
+//! History projection: which transcript entries a request was built from.
+//!
+//! A request is sent for every assistant API message (the lines sharing one
+//! `message.id`); it carries the conversation *before* that message. The
+//! conversation is the chain of `parentUuid` links from the message's first
+//! line back to the root, cut at the last compact boundary (SPEC.md stage 3:
+//! "only messages after the last compact boundary are sent"; the boundary
+//! itself is not sent, the summary after it is).
+//!
+//! Parallel tool calls break the chain into a fan: Claude Code writes each
+//! `tool_use` block of one message as its own line, each line the parent of
+//! the next, and each `tool_result` line hangs off the `tool_use` line it
+//! answers. The chain to the next assistant message passes through only one
+//! of those results (`parallel-tools` in the 2.1.328 captures: 1 of 3), so
+//! projection adds the other results — user lines holding a `tool_result`
+//! whose parent is an assistant line of the chain — in file order.
+
+use crate::model::entry::{Entry, EntryKind};
+use crate::model::messages::assistant_messages;
+use std::collections::{HashMap, HashSet};
+
+/// One request of a chain: the assistant message it produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// Entry index of the message's first line.
+    pub first: usize,
+    /// All lines of the message, in file order.
+    pub lines: Vec<usize>,
+}
+
+/// Index of a file's entries by uuid and by parent.
+pub struct Links<'a> {
+    by_uuid: HashMap<&'a str, usize>,
+    children: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Links<'a> {
+    pub fn new(entries: &[Entry<'a>]) -> Self {
+        let mut by_uuid = HashMap::with_capacity(entries.len());
+        let mut children: HashMap<&'a str, Vec<usize>> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let Some(u) = e.env.uuid {
+                // The first line of a uuid wins (a duplicate is reported by
+                // the tree and ignored here).
+                by_uuid.entry(u).or_insert(i);
+            }
+            if let Some(p) = e.env.parent_uuid {
+                children.entry(p).or_default().push(i);
+            }
+        }
+        Links { by_uuid, children }
+    }
+}
+
+/// The turns of a chain: every assistant message that came from the API (not
+/// `isApiErrorMessage`, not the `<synthetic>` model), in file order.
+pub fn turns(entries: &[Entry<'_>]) -> Vec<Turn> {
+    assistant_messages(entries)
+        .into_iter()
+        .filter(|g| {
+            g.entries.iter().all(|&i| {
+                entries[i as usize]
+                    .as_assistant()
+                    .is_some_and(|a| !a.is_api_error_message && a.model != Some("<synthetic>"))
+            })
+        })
+        .map(|g| Turn { first: g.entries[0] as usize, lines: g.entries.iter().map(|&i| i as usize).collect() })
+        .collect()
+}
+
+/// Entry indices (file order) of the conversation sent before `turn`.
+pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usize> {
+    let mut chain: Vec<usize> = Vec::new();
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut cur = entries[turn.first].env.parent_uuid;
+    while let Some(p) = cur {
+        let Some(&i) = links.by_uuid.get(p) else { break };
+        if i >= turn.first || !seen.insert(i) {
+            break; // a parent written later, or a cycle: the tree reports it
+        }
+        if entries[i].is_compact_boundary() {
+            break;
+        }
+        chain.push(i);
+        cur = entries[i].env.parent_uuid;
+    }
+    let mut extra: Vec<usize> = Vec::new();
+    for &i in &chain {
+        if !matches!(entries[i].kind, EntryKind::Assistant(_)) {
+            continue;
+        }
+        let Some(u) = entries[i].env.uuid else { continue };
+        for &c in links.children.get(u).map_or(&[][..], Vec::as_slice) {
+            if c < turn.first && !seen.contains(&c) && holds_tool_result(&entries[c]) {
+                seen.insert(c);
+                extra.push(c);
+            }
+        }
+    }
+    chain.extend(extra);
+    chain.sort_unstable();
+    chain
+}
+
+fn holds_tool_result(e: &Entry<'_>) -> bool {
+    e.as_user().is_some_and(|u| {
+        u.content.blocks().iter().any(|b| matches!(b.kind, crate::model::content::BlockKind::ToolResult { .. }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{ReadOptions, parse_bytes};
+    use bumpalo::Bump;
+
+    fn fixture(rel: &str) -> Vec<u8> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel);
+        let f = walkdir::WalkDir::new(dir)
+            .into_iter()
+            .filter_map(Result::ok)
+            .find(|e| e.path().extension().is_some_and(|x| x == "jsonl") && !e.path().ends_with("wire.jsonl"))
+            .unwrap();
+        std::fs::read(f.path()).unwrap()
+    }
+
+    #[test]
+    fn parallel_tool_results_are_all_projected() {
+        let bump = Bump::new();
+        let bytes = fixture("cc-2.1.328/parallel-tools/transcripts");
+        let parsed = parse_bytes(&bump, &bytes, "t.jsonl", &ReadOptions::default());
+        let entries = &parsed.entries;
+        let t = turns(entries);
+        assert_eq!(t.len(), 2);
+        let links = Links::new(entries);
+        let lines = |v: Vec<usize>| v.iter().map(|&i| entries[i].line).collect::<Vec<_>>();
+        // Turn 1: the prompt and its attachments (lines 3-13).
+        assert_eq!(lines(project(entries, &links, &t[0])), vec![3, 4, 5, 6, 7, 8, 10, 11, 12, 13]);
+        // Turn 2: adds the 3 tool_use lines and all 3 results (24 and 25 are
+        // off the chain), and the second prompt snapshot.
+        assert_eq!(
+            lines(project(entries, &links, &t[1])),
+            vec![3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 21, 22, 23, 24, 25, 26, 27]
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! The context-assembly pipeline against the real wire captures: every
+//! request rebuilt from the conversation (records ignored) must equal the
+//! bytes the CLI sent.
+
+use base64::Engine;
+use ctxasm::assemble::pipeline::{Extras, Layout, assemble_pipeline};
+use ctxasm::assemble::records::RecordOptions;
+use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::input::discover::discover;
+use ctxasm::model::session::{RunOptions, for_each_session_of};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn scenarios(fix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(fix).unwrap().map(|e| e.unwrap().path()).collect();
+    v.sort();
+    assert_eq!(v.len(), 14);
+    v
+}
+
+/// The captured requests of a scenario: (device_id, raw bodies in order).
+fn captured(dir: &Path) -> (String, Vec<Vec<u8>>) {
+    let mut device = String::new();
+    let mut raws = Vec::new();
+    for line in std::fs::read_to_string(dir.join("wire.jsonl")).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["body"].get("messages").is_none() {
+            continue;
+        }
+        let uid: Value = serde_json::from_str(v["body"]["metadata"]["user_id"].as_str().unwrap()).unwrap();
+        device = uid["device_id"].as_str().unwrap().to_string();
+        raws.push(base64::engine::general_purpose::STANDARD.decode(v["raw_b64"].as_str().unwrap()).unwrap());
+    }
+    (device, raws)
+}
+
+fn first_diff(a: &[u8], b: &[u8]) -> String {
+    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let s = at.saturating_sub(150);
+    format!(
+        "at byte {at} (len {} vs {}):\n ours {}\n wire {}",
+        a.len(),
+        b.len(),
+        String::from_utf8_lossy(&a[s..(at + 150).min(a.len())]),
+        String::from_utf8_lossy(&b[s..(at + 150).min(b.len())])
+    )
+}
+
+#[test]
+fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
+    let mut total = 0;
+    let mut failures = Vec::new();
+    for dir in scenarios("tests/fixtures/cc-2.1.328") {
+        let (device, raws) = captured(&dir);
+        let disc = discover(&[dir.join("transcripts")]);
+        let identity = RecordOptions { device_id: device, ..RecordOptions::default() };
+        let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
+            let out = assemble_pipeline(bump, s, &Layout::cc_2_1_328(), &Extras::default(), &identity);
+            let mut cache = SegmentCache::default();
+            let bodies: Vec<Vec<u8>> = out
+                .requests
+                .iter()
+                .map(|r| {
+                    let mut b = Vec::new();
+                    write_body(&mut b, &r.body, &mut cache);
+                    b
+                })
+                .collect();
+            (bodies, out.diagnostics)
+        });
+        let mut ours = Vec::new();
+        for r in results {
+            let (b, d) = r.unwrap();
+            assert!(d.is_empty(), "{dir:?}: {d:?}");
+            ours.extend(b);
+        }
+        if ours.len() != raws.len() {
+            failures.push(format!("{dir:?}: {} requests, wire has {}", ours.len(), raws.len()));
+            continue;
+        }
+        for (n, (a, b)) in ours.iter().zip(&raws).enumerate() {
+            total += 1;
+            if a != b {
+                failures.push(format!("{dir:?} request {n}: {}", first_diff(a, b)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert_eq!(total, 29);
+}
