@@ -3,7 +3,7 @@
 //! bytes the CLI sent.
 
 use base64::Engine;
-use ctxasm::assemble::pipeline::{Extras, Layout, assemble_pipeline};
+use ctxasm::assemble::pipeline::{Extras, Layout, SystemSource, assemble_pipeline};
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::assemble::{SegmentCache, write_body};
 use ctxasm::input::discover::discover;
@@ -82,6 +82,81 @@ fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
             total += 1;
             if a != b {
                 failures.push(format!("{dir:?} request {n}: {}", first_diff(a, b)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert_eq!(total, 29);
+}
+
+/// The message side of the 2.1.88 captures, with the profile-rendered
+/// pieces (skills listing, user context, rule reminders) taken from the
+/// wire: checks projection, reordering, merging and breakpoints alone.
+#[test]
+fn cc_2_1_88_messages_with_pieces_from_the_wire() {
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for dir in scenarios("tests/fixtures/cc-2.1.88") {
+        let wire: Vec<Value> = std::fs::read_to_string(dir.join("wire.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+            .filter(|b| b.get("messages").is_some())
+            .collect();
+        let first = &wire[0]["messages"][0]["content"];
+        let strip = |v: &Value| {
+            let s = v.as_str().unwrap();
+            s.strip_suffix("\n").unwrap_or_else(|| panic!("{dir:?}: {s}")).to_string()
+        };
+        let mut extras = Extras {
+            per_process: Some(strip(&first[0]["text"])),
+            user_context: Some(strip(&first[1]["text"])),
+            ..Extras::default()
+        };
+        if dir.ends_with("long-session") {
+            let c = wire[5]["messages"][10]["content"][0]["content"].as_str().unwrap();
+            let at = c.find("\n\n<system-reminder>").unwrap();
+            extras.todo_reminder = Some((c[at + 2..].to_string(), 10));
+        }
+        if dir.ends_with("memory-files") {
+            let c = wire[1]["messages"][2]["content"][0]["content"].as_str().unwrap();
+            let at = c.find("\n\n<system-reminder>\nContents of").unwrap();
+            extras
+                .after_read
+                .insert("/home/dev/projects/memory-files/src/api/x.py".into(), vec![c[at + 2..].to_string()]);
+        }
+        let layout = Layout {
+            attachments_into_tool_result: true,
+            system_message_params: vec![],
+            system: SystemSource::Rendered { blocks: vec![], tools: None },
+            ..Layout::cc_2_1_328()
+        };
+        let disc = discover(&[dir.join("transcripts")]);
+        let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
+            let out = assemble_pipeline(bump, s, &layout, &extras, &RecordOptions::default());
+            out.requests
+                .iter()
+                .map(|r| {
+                    Value::Array(
+                        r.body.messages.iter().map(|m| serde_json::from_str(&m.to_compact_string()).unwrap()).collect(),
+                    )
+                })
+                .collect::<Vec<Value>>()
+        });
+        let ours: Vec<Value> = results.into_iter().flat_map(Result::unwrap).collect();
+        assert_eq!(ours.len(), wire.len(), "{dir:?}");
+        for (n, (a, w)) in ours.iter().zip(&wire).enumerate() {
+            total += 1;
+            if *a != w["messages"] {
+                let (a, b) = (a.as_array().unwrap(), w["messages"].as_array().unwrap());
+                let k = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+                failures.push(format!(
+                    "{dir:?} request {n}, message {k} ({} vs {} messages):\n ours {}\n wire {}",
+                    a.len(),
+                    b.len(),
+                    a.get(k).map_or(String::new(), |m| m.to_string()),
+                    b.get(k).map_or(String::new(), |m| m.to_string())
+                ));
             }
         }
     }

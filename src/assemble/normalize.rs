@@ -55,7 +55,8 @@ pub struct Rules<'a> {
     /// system turns).
     pub system_attachments_as_user: bool,
     /// 2.1.88: attachment text following a string `tool_result` is appended
-    /// to that result (joined by `"\n"`).
+    /// to that result: the result without trailing whitespace, then each
+    /// text after `"\n\n"` (memory-files and long-session captures).
     pub attachments_into_tool_result: bool,
 }
 
@@ -229,9 +230,9 @@ fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>,
         && last.get_str("type") == Some("tool_result")
         && let Some(content) = last.get_str("content")
     {
-        let mut s = String::from(content);
+        let mut s = String::from(content.trim_end());
         for b in &next {
-            s.push('\n');
+            s.push_str("\n\n");
             s.push_str(b.get_str("text").unwrap_or(""));
         }
         if let Some(v) = with_member(bump, last, "content", Json::Str(bump.alloc_str(&s))) {

@@ -113,6 +113,14 @@ pub struct Extras {
     /// (conditional memory rules): `(logical path, reminder)` pairs are
     /// produced by this callback-free table: file path → reminders.
     pub after_read: HashMap<String, Vec<String>>,
+    /// The todo reminder of the seed layout: its text and after how many
+    /// assistant lines without a `TodoWrite` call (or since the last
+    /// reminder) it is attached after the newest message. It stays in the
+    /// requests that follow in the same process (2.1.88 keeps attachments in
+    /// memory, not in the transcript; seeds: `TODO_REMINDER_CONFIG`, 10
+    /// turns; checked on long-session, where the 10th assistant line
+    /// triggers it).
+    pub todo_reminder: Option<(String, usize)>,
 }
 
 /// Counts of what the pipeline repaired or changed, per session.
@@ -264,9 +272,35 @@ fn chain<'a>(
     let mut shape: Option<&'a Json<'a>> = None;
     let mut shape_line = 0usize;
     let mut scratch: Vec<Piece<'a>> = Vec::new();
+    // Reminders the running process added (entry index they follow, text).
+    let mut anchored: Vec<(usize, &'a str)> = Vec::new();
+    let mut anchored_process: Option<usize> = None;
     for (n, turn) in projection::turns(entries).iter().enumerate() {
         out.report.turns += 1;
         let projected = projection::project(entries, &links, turn);
+        // Only the running process's listing is sent: earlier processes'
+        // listings lived in their memory, not in the transcript.
+        let current_start = process_starts.iter().rev().find(|&&i| i < turn.first).copied();
+        if anchored_process != current_start {
+            anchored.clear();
+            anchored_process = current_start;
+        }
+        if let Some((text, every)) = &extras.todo_reminder
+            && let Some(&last) = projected.last()
+        {
+            let mut since = 0usize;
+            for &i in projected.iter().rev() {
+                if anchored.iter().any(|&(a, _)| a == i) || uses_tool(&entries[i], "TodoWrite") {
+                    break;
+                }
+                if matches!(entries[i].kind, EntryKind::Assistant(_)) {
+                    since += 1;
+                }
+            }
+            if since >= *every {
+                anchored.push((last, bump.alloc_str(text)));
+            }
+        }
         scratch.clear();
         if let Some(p) = &user_context {
             scratch.push(p.clone());
@@ -276,9 +310,15 @@ fn chain<'a>(
                 scratch.push(p.clone());
             }
             if let Some(p) = &per_process
-                && process_starts.contains(&i)
+                && current_start == Some(i)
             {
                 scratch.push(p.clone());
+            }
+            for &(_, text) in anchored.iter().filter(|(a, _)| *a == i) {
+                scratch.push(Piece::Attachment {
+                    role: super::attachments::AttachmentRole::User,
+                    texts: smallvec::smallvec![text],
+                });
             }
             for r in read_reminders(&entries[i], extras) {
                 scratch.push(Piece::Attachment {
@@ -434,6 +474,16 @@ fn process_first_prompts(entries: &[Entry<'_>]) -> Vec<usize> {
         }
     }
     out
+}
+
+/// Whether `e` is an assistant line calling tool `name`.
+fn uses_tool(e: &Entry<'_>, name: &str) -> bool {
+    e.as_assistant().is_some_and(|a| {
+        a.content
+            .blocks()
+            .iter()
+            .any(|b| matches!(b.kind, crate::model::content::BlockKind::ToolUse { name: n, .. } if n == name))
+    })
 }
 
 /// Reminders to add after the tool result in `e`, when it is the result of a
