@@ -1,1 +1,281 @@
-//! (in progress)
+//! The environment a session ran in: the facts the system prompt and the
+//! contexts are rendered from (working directory, home, platform, git
+//! snapshot, date, the project tree on disk).
+//!
+//! Claude Code 2.1.88 transcripts do not record these facts (only `cwd` and
+//! `gitBranch` on each line), so a session's environment comes either from a
+//! captured `env/` directory ([`SessionEnv::from_dir`]: `env.json`,
+//! `project/`, `home/.claude/`, the layout of
+//! `tests/fixtures/cc-2.1.88/<scenario>/env/`) or from the transcript with
+//! documented defaults ([`SessionEnv::from_transcript`]).
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Why an environment directory could not be read. Every variant names the
+/// file.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    /// The file could not be read (missing, unreadable).
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON of the expected shape.
+    #[error("{}: invalid env JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// A required field is absent.
+    #[error("{}: missing field `{field}`", path.display())]
+    Missing {
+        /// The file.
+        path: PathBuf,
+        /// The field.
+        field: &'static str,
+    },
+}
+
+/// The git snapshot taken at session start (Claude Code's `getGitStatus`).
+/// Values are kept as the commands printed them (trailing newlines
+/// included); renderers trim them as Claude Code does.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitFacts {
+    /// `git branch --show-current`.
+    pub branch: String,
+    /// The default branch (`main` when unknown: Claude Code's fallback, and
+    /// what every 2.1.88 capture shows for repositories without a remote).
+    pub main_branch: String,
+    /// `git status --short`.
+    pub status_short: String,
+    /// `git log --oneline -n 5`.
+    pub log_oneline: String,
+    /// `git config user.name`.
+    pub user_name: Option<String>,
+    /// `git config user.email`.
+    pub user_email: Option<String>,
+}
+
+/// The environment of one session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SessionEnv {
+    /// Primary working directory (as the session saw it, not where the
+    /// project tree lies on this disk).
+    pub cwd: String,
+    /// The user's home directory (as the session saw it).
+    pub home: String,
+    /// Node's `process.platform`: `linux`, `darwin`, `win32`.
+    pub platform: String,
+    /// `os.type() + " " + os.release()`, e.g. `Linux 6.18.44-fc-v782`.
+    pub os_version: String,
+    /// `$SHELL`; `None` renders as `unknown` (all 2.1.88 captures).
+    pub shell: Option<String>,
+    /// Whether `cwd` is inside a git work tree.
+    pub is_git: bool,
+    /// The git snapshot (present when `is_git`).
+    pub git: Option<GitFacts>,
+    /// The session's local date, `YYYY-MM-DD` (callers fill it from the
+    /// transcript's first timestamp; `None` = today, UTC).
+    pub date: Option<String>,
+    /// Where the project tree (the session's `cwd`) lies on this disk.
+    pub project_dir: Option<PathBuf>,
+    /// Where the session's `~/.claude` lies on this disk.
+    pub home_claude_dir: Option<PathBuf>,
+    /// `claude --version` as captured, e.g. `2.1.88 (Claude Code)`.
+    pub cli_version: Option<String>,
+}
+
+/// `env.json` as the capture harness writes it.
+#[derive(Deserialize)]
+struct EnvJson {
+    cwd: Option<String>,
+    home: Option<String>,
+    #[serde(default)]
+    is_git: bool,
+    #[serde(default)]
+    branch: String,
+    main_branch: Option<String>,
+    #[serde(default)]
+    status_short: String,
+    #[serde(default)]
+    log_oneline: String,
+    user_name: Option<String>,
+    user_email: Option<String>,
+    platform: Option<String>,
+    os_version: Option<String>,
+    shell: Option<String>,
+    date: Option<String>,
+    cli_version: Option<String>,
+}
+
+/// Default platform when nothing says otherwise: `linux`, the platform of
+/// every captured session (2.1.88 and 2.1.328).
+pub const DEFAULT_PLATFORM: &str = "linux";
+/// Default OS version when unknown: the literal `unknown` (a transcript does
+/// not record it).
+pub const DEFAULT_OS_VERSION: &str = "unknown";
+/// Default main branch: Claude Code falls back to `main` when no remote HEAD
+/// names another (all 2.1.88 captures).
+pub const DEFAULT_MAIN_BRANCH: &str = "main";
+
+impl SessionEnv {
+    /// Read a captured environment directory: `env.json` (required: `cwd`,
+    /// `home`), `project/` (the tree at `cwd`) and `home/.claude/` when they
+    /// exist.
+    pub fn from_dir(env_dir: &Path) -> Result<SessionEnv, EnvError> {
+        let path = env_dir.join("env.json");
+        let text = std::fs::read_to_string(&path).map_err(|source| EnvError::Io { path: path.clone(), source })?;
+        let j: EnvJson = serde_json::from_str(&text).map_err(|source| EnvError::Json { path: path.clone(), source })?;
+        let cwd = j.cwd.ok_or_else(|| EnvError::Missing { path: path.clone(), field: "cwd" })?;
+        let home = j.home.ok_or_else(|| EnvError::Missing { path: path.clone(), field: "home" })?;
+        let git = j.is_git.then(|| GitFacts {
+            branch: j.branch,
+            main_branch: j.main_branch.unwrap_or_else(|| DEFAULT_MAIN_BRANCH.to_string()),
+            status_short: j.status_short,
+            log_oneline: j.log_oneline,
+            user_name: j.user_name,
+            user_email: j.user_email,
+        });
+        let project = env_dir.join("project");
+        let home_claude = env_dir.join("home").join(".claude");
+        Ok(SessionEnv {
+            cwd,
+            home,
+            platform: j.platform.unwrap_or_else(|| DEFAULT_PLATFORM.to_string()),
+            os_version: j.os_version.unwrap_or_else(|| DEFAULT_OS_VERSION.to_string()),
+            shell: j.shell,
+            is_git: j.is_git,
+            git,
+            date: j.date,
+            project_dir: project.is_dir().then_some(project),
+            home_claude_dir: home_claude.is_dir().then_some(home_claude),
+            cli_version: j.cli_version,
+        })
+    }
+
+    /// An environment from what a transcript records (`cwd`, `gitBranch`,
+    /// the first timestamp's date). Defaults for the rest:
+    /// - `platform`: from the shape of `cwd` — `/Users/…` → `darwin`, a drive
+    ///   letter or `\` → `win32`, else `linux` (the platform of every capture);
+    /// - `home`: `/Users/<u>` or `/home/<u>` when `cwd` is under one, else
+    ///   `/root` for `/root/…`, else `/`;
+    /// - `os_version`: `unknown`; `shell`: `None` (renders `unknown`);
+    /// - `is_git`: a non-empty `git_branch` is present; the git snapshot has
+    ///   that branch, main branch `main`, an empty status and no log (a
+    ///   transcript records neither);
+    /// - no project tree or `~/.claude` on disk.
+    pub fn from_transcript(cwd: &str, git_branch: Option<&str>, date: Option<&str>) -> SessionEnv {
+        let platform = if cwd.starts_with("/Users/") {
+            "darwin"
+        } else if cwd.starts_with('\\') || cwd.as_bytes().get(1) == Some(&b':') {
+            "win32"
+        } else {
+            DEFAULT_PLATFORM
+        };
+        let parts: Vec<&str> = cwd.split('/').collect();
+        let home = match parts.as_slice() {
+            ["", top @ ("home" | "Users"), user, ..] if !user.is_empty() => format!("/{top}/{user}"),
+            ["", "root", ..] => "/root".to_string(),
+            _ => "/".to_string(),
+        };
+        let branch = git_branch.filter(|b| !b.is_empty());
+        SessionEnv {
+            cwd: cwd.to_string(),
+            home,
+            platform: platform.to_string(),
+            os_version: DEFAULT_OS_VERSION.to_string(),
+            shell: None,
+            is_git: branch.is_some(),
+            git: branch.map(|b| GitFacts {
+                branch: b.to_string(),
+                main_branch: DEFAULT_MAIN_BRANCH.to_string(),
+                ..GitFacts::default()
+            }),
+            date: date.map(str::to_string),
+            project_dir: None,
+            home_claude_dir: None,
+            cli_version: None,
+        }
+    }
+
+    /// The project directory name under `~/.claude/projects/`: `cwd` with
+    /// every character that is not an ASCII letter or digit replaced by `-`
+    /// (`/home/dev/projects/hello` → `-home-dev-projects-hello`, every
+    /// capture; `/Users/dain/workspace/danieldemmel.me-next` →
+    /// `-Users-dain-workspace-danieldemmel-me-next`, a public corpus).
+    pub fn project_slug(&self) -> String {
+        project_slug(&self.cwd)
+    }
+
+    /// The auto-memory directory named in the system prompt:
+    /// `<home>/.claude/projects/<slug>/memory/`.
+    pub fn memory_dir(&self) -> String {
+        format!("{}/.claude/projects/{}/memory/", self.home, self.project_slug())
+    }
+}
+
+/// See [`SessionEnv::project_slug`].
+pub fn project_slug(cwd: &str) -> String {
+    cwd.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_captured_env_dir() {
+        let env = SessionEnv::from_dir(Path::new("tests/fixtures/cc-2.1.88/memory-files/env")).unwrap();
+        assert_eq!(env.cwd, "/home/dev/projects/memory-files");
+        assert_eq!(env.home, "/home/dev/homes/memory-files");
+        assert_eq!(env.platform, "linux");
+        assert_eq!(env.os_version, "Linux 6.18.44-fc-v782");
+        assert!(env.is_git);
+        let git = env.git.as_ref().unwrap();
+        assert_eq!(git.branch, "main\n");
+        assert_eq!(git.main_branch, "main");
+        assert_eq!(git.log_oneline, "c1da5c9 initial commit\n");
+        assert!(env.project_dir.as_ref().unwrap().join("CLAUDE.md").is_file());
+        assert!(env.home_claude_dir.as_ref().unwrap().join("CLAUDE.md").is_file());
+        assert_eq!(env.project_slug(), "-home-dev-projects-memory-files");
+        assert_eq!(
+            env.memory_dir(),
+            "/home/dev/homes/memory-files/.claude/projects/-home-dev-projects-memory-files/memory/"
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = SessionEnv::from_dir(dir.path()).unwrap_err();
+        assert!(matches!(err, EnvError::Io { .. }));
+        assert!(err.to_string().contains("env.json"), "{err}");
+        std::fs::write(dir.path().join("env.json"), "{\"cwd\": ").unwrap();
+        let err = SessionEnv::from_dir(dir.path()).unwrap_err();
+        assert!(matches!(err, EnvError::Json { .. }));
+        assert!(err.to_string().contains("env.json"), "{err}");
+        std::fs::write(dir.path().join("env.json"), "{\"cwd\": \"/x\"}").unwrap();
+        let err = SessionEnv::from_dir(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("env.json") && err.to_string().contains("home"), "{err}");
+    }
+
+    #[test]
+    fn transcript_defaults() {
+        let env = SessionEnv::from_transcript("/Users/ann/code/x.y", Some("dev"), Some("2026-01-02"));
+        assert_eq!(env.platform, "darwin");
+        assert_eq!(env.home, "/Users/ann");
+        assert!(env.is_git);
+        assert_eq!(env.git.as_ref().unwrap().branch, "dev");
+        assert_eq!(env.project_slug(), "-Users-ann-code-x-y");
+        let env = SessionEnv::from_transcript("/srv/app", None, None);
+        assert_eq!((env.platform.as_str(), env.home.as_str(), env.is_git), ("linux", "/", false));
+        assert!(env.git.is_none());
+        assert_eq!(SessionEnv::from_transcript("C:\\work", Some(""), None).platform, "win32");
+    }
+}

@@ -1,1 +1,442 @@
-//! (in progress)
+//! Profiles: everything release-specific the system side of a request is
+//! built from, as one serde JSON data file.
+//!
+//! A profile holds the billing-header rule, the CLI prefix variants, the
+//! system prompt as static sections and templated dynamic sections, the
+//! gitStatus / user-context / skills-listing templates, the tool list (JSON
+//! kept verbatim, key order included), the request params in wire order,
+//! the betas and a model-name table. Templates use `{{name}}` variables (see
+//! [`template`]; the names are listed in [`DYNAMIC_VARS`], [`GIT_VARS`],
+//! [`USER_CONTEXT_VARS`], [`SKILL_VARS`]).
+//!
+//! The system prompt text and tools of a release are never shipped: the two
+//! built-in profiles ([`Profile::load`] `"seed"`, `"cc-2.1.328"`) carry
+//! placeholders, and a usable profile is [`extract`]ed from a capture
+//! (`wire.jsonl` plus the session's `env/`, or a 2.1.3xx transcript with
+//! `api-request-shape` entries).
+//!
+//! Format (JSON object, members in this order):
+//! ```text
+//! name, layout ("seed" | "cc-2.1.328"), version, entrypoint,
+//! extracted_from (path | null), notes,
+//! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder")},
+//! cli_prefix {default, sdk, sdk_with_append},
+//! prompt {static_sections [..], dynamic_sections [..templates..]},
+//! git_status {text (template), clean, max_status_chars, truncated_note} | null,
+//! user_context {head, claude_md, current_date, tail} | null,
+//! skills {head, builtin, line, description_max, ellipsis, tail} | null,
+//! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
+//! betas [..], models [{id, name, knowledge_cutoff}],
+//! system_cache {enabled, ttl}, proactive_agent_header
+//! ```
+
+mod extract;
+pub mod template;
+
+pub use extract::extract;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+
+/// Why a profile could not be loaded or extracted. Every variant names the
+/// file (or the unknown name).
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// Neither a built-in name nor an existing file.
+    #[error("unknown profile `{0}` (built-in: seed, cc-2.1.328; or a path to a profile JSON file)")]
+    Unknown(String),
+    /// The file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid JSON of the expected shape.
+    #[error("{}: invalid JSON: {source}", path.display())]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The parse error.
+        source: serde_json::Error,
+    },
+    /// The capture does not hold what extraction needs.
+    #[error("{}: {message}", path.display())]
+    Extract {
+        /// The capture.
+        path: PathBuf,
+        /// What was missing or inconsistent.
+        message: String,
+    },
+}
+
+/// How the system prompt reaches the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Layout {
+    /// The pipeline of the seeds (2.1.88): static sections, the dynamic
+    /// boundary marker, dynamic sections, then `appendSystemContext`
+    /// (gitStatus) as a last section; four system blocks.
+    #[serde(rename = "seed")]
+    Seed,
+    /// Claude Code 2.1.328: one main prompt without a boundary (gitStatus
+    /// and the environment travel as attachments in the messages); three
+    /// system blocks.
+    #[serde(rename = "cc-2.1.328")]
+    Cc2_1_328,
+}
+
+/// Which text of the first user message feeds the billing-header suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SuffixText {
+    /// The first text block, reminder or not (2.1.88: always the skills
+    /// reminder, so every session's suffix is `e09`; checked on all 14
+    /// captures, `resume-multi-prompt` requests 2–3 start with the
+    /// user-context reminder and give `516`).
+    #[serde(rename = "first_text")]
+    FirstText,
+    /// The first text block that is not a `<system-reminder>` (2.1.328).
+    #[serde(rename = "first_non_reminder")]
+    FirstNonReminder,
+}
+
+impl SuffixText {
+    /// The text that feeds the suffix, from the texts of the first user
+    /// message in order (`""` when there is none).
+    pub fn pick<'t>(self, texts: &[&'t str]) -> &'t str {
+        match self {
+            SuffixText::FirstText => texts.first().copied(),
+            SuffixText::FirstNonReminder => texts.iter().copied().find(|t| !t.starts_with("<system-reminder>")),
+        }
+        .unwrap_or("")
+    }
+}
+
+/// The billing header rule: `x-anthropic-billing-header:
+/// cc_version=<version>.<3 hex>; cc_entrypoint=<entrypoint>;<cch>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Billing {
+    /// Salt of the 3-hex suffix (see `assemble::records::billing_suffix`).
+    pub salt: String,
+    /// What follows `cc_entrypoint=…;` verbatim (2.1.88: ` cch=00000;`;
+    /// 2.1.328: nothing).
+    pub cch: Option<String>,
+    /// Which text feeds the suffix.
+    pub suffix_text: SuffixText,
+}
+
+/// The three CLI prefixes of `getCLISyspromptPrefix` (seeds/001), each
+/// seen in the captures: `default` (interactive), `sdk` (non-interactive,
+/// every 2.1.88 scenario but one), `sdk_with_append` (non-interactive with
+/// `--append-system-prompt`, scenario `append-system-prompt`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CliPrefixes {
+    /// Interactive sessions.
+    pub default: String,
+    /// Non-interactive (`-p`, SDK) sessions.
+    pub sdk: String,
+    /// Non-interactive sessions with an appended system prompt.
+    pub sdk_with_append: String,
+}
+
+/// The default system prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PromptTemplate {
+    /// Sections before the dynamic boundary, verbatim (not rendered).
+    pub static_sections: Vec<String>,
+    /// Sections after it, rendered with [`DYNAMIC_VARS`].
+    pub dynamic_sections: Vec<String>,
+}
+
+/// The `gitStatus` value of `getSystemContext` (rendered with [`GIT_VARS`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitStatusTemplate {
+    /// The value template (without the `gitStatus: ` key).
+    pub text: String,
+    /// The status shown when `git status --short` prints nothing
+    /// (`(clean)`, every 2.1.88 capture).
+    pub clean: String,
+    /// Longer statuses are cut to this many characters (UTF-16 units)…
+    pub max_status_chars: usize,
+    /// …and this note appended (Claude Code's `getGitStatus`; no capture has
+    /// a status that long).
+    pub truncated_note: String,
+}
+
+/// The `prependUserContext` reminder: `head` + the present sections joined
+/// by `\n` + `tail`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserContextTemplate {
+    /// Up to the first section.
+    pub head: String,
+    /// The claudeMd section (variable `claude_md`).
+    pub claude_md: String,
+    /// The currentDate section (variable `date`).
+    pub current_date: String,
+    /// After the last section.
+    pub tail: String,
+}
+
+/// The skills-listing reminder: `head` + lines joined by `\n` + `tail`; the
+/// lines are the built-in ones, then one `line` per skill found on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillsTemplate {
+    /// Up to the first line.
+    pub head: String,
+    /// The built-in skills' lines, verbatim (joined by `\n`).
+    pub builtin: String,
+    /// One skill (variables `name`, `description`).
+    pub line: String,
+    /// Descriptions longer than this (characters) are cut…
+    pub description_max: usize,
+    /// …to `description_max - 1` characters and this appended.
+    pub ellipsis: String,
+    /// After the last line.
+    pub tail: String,
+}
+
+/// One model of the model-name table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// API model id.
+    pub id: String,
+    /// Marketing name (`Sonnet 4.6`).
+    pub name: String,
+    /// `August 2025`; `None` drops the cutoff line.
+    pub knowledge_cutoff: Option<String>,
+}
+
+/// Cache control of the system blocks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemCache {
+    /// Whether system blocks carry `cache_control` at all.
+    pub enabled: bool,
+    /// `ttl` member (`1h`), when set.
+    pub ttl: Option<String>,
+}
+
+impl Default for SystemCache {
+    fn default() -> Self {
+        SystemCache { enabled: true, ttl: None }
+    }
+}
+
+fn default_agent_header() -> String {
+    DEFAULT_PROACTIVE_AGENT_HEADER.to_string()
+}
+
+/// Header put before an agent's prompt when it is appended to the default
+/// one (proactive mode; `buildEffectiveSystemPrompt` of 2.1.88, in no
+/// capture).
+pub const DEFAULT_PROACTIVE_AGENT_HEADER: &str = "\n# Custom Agent Instructions\n";
+
+/// Variables of the dynamic sections.
+pub const DYNAMIC_VARS: &[&str] = &[
+    "cwd",
+    "home",
+    "project_slug",
+    "is_git",
+    "platform",
+    "shell",
+    "os_version",
+    "model_name",
+    "model_id",
+    "knowledge_cutoff",
+    "date",
+];
+/// Variables of the gitStatus template.
+pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
+/// Variables of the user-context template.
+pub const USER_CONTEXT_VARS: &[&str] = &["claude_md", "date"];
+/// Variables of a skill line.
+pub const SKILL_VARS: &[&str] = &["name", "description"];
+
+/// A release profile (see the module docs for the JSON format).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Profile name.
+    pub name: String,
+    /// How the system prompt reaches the wire.
+    pub layout: Layout,
+    /// CLI version (`2.1.88`), as in the billing header.
+    pub version: String,
+    /// `cc_entrypoint` of the billing header (`sdk-cli` in every capture).
+    pub entrypoint: String,
+    /// The capture it was extracted from; `None` for built-in profiles
+    /// (placeholder prompt text, no tools).
+    #[serde(default)]
+    pub extracted_from: Option<String>,
+    /// Free text: where the values come from.
+    #[serde(default)]
+    pub notes: String,
+    /// Billing header rule.
+    pub billing: Billing,
+    /// CLI prefixes.
+    pub cli_prefix: CliPrefixes,
+    /// Default system prompt.
+    pub prompt: PromptTemplate,
+    /// gitStatus template (`None`: no gitStatus section).
+    #[serde(default)]
+    pub git_status: Option<GitStatusTemplate>,
+    /// User-context reminder template.
+    #[serde(default)]
+    pub user_context: Option<UserContextTemplate>,
+    /// Skills-listing reminder template.
+    #[serde(default)]
+    pub skills: Option<SkillsTemplate>,
+    /// The tool list, verbatim.
+    #[serde(default)]
+    pub tools: Vec<Value>,
+    /// Body params after `metadata`, in wire order (`max_tokens`,
+    /// `thinking`, `context_management`, `output_config`).
+    #[serde(default)]
+    pub params: Map<String, Value>,
+    /// `anthropic-beta` header values.
+    #[serde(default)]
+    pub betas: Vec<String>,
+    /// Model-name table.
+    #[serde(default)]
+    pub models: Vec<ModelInfo>,
+    /// Cache control of the system blocks.
+    #[serde(default)]
+    pub system_cache: SystemCache,
+    /// See [`DEFAULT_PROACTIVE_AGENT_HEADER`].
+    #[serde(default = "default_agent_header")]
+    pub proactive_agent_header: String,
+}
+
+/// Names of the built-in profiles.
+pub const BUILTIN: &[&str] = &["seed", "cc-2.1.328"];
+
+impl Profile {
+    /// A built-in profile (`seed`, `cc-2.1.328`) or a profile JSON file.
+    pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        let builtin = match name_or_path {
+            "seed" => Some(include_str!("seed.json")),
+            "cc-2.1.328" => Some(include_str!("cc-2.1.328.json")),
+            _ => None,
+        };
+        if let Some(text) = builtin {
+            let path = PathBuf::from(format!("<built-in profile {name_or_path}>"));
+            return serde_json::from_str(text).map_err(|source| ProfileError::Json { path, source });
+        }
+        let path = Path::new(name_or_path);
+        if !path.exists() {
+            return Err(ProfileError::Unknown(name_or_path.to_string()));
+        }
+        Self::from_file(path)
+    }
+
+    /// Read a profile JSON file.
+    pub fn from_file(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+        serde_json::from_str(&text).map_err(|source| ProfileError::Json { path: path.into(), source })
+    }
+
+    /// Pretty JSON, members in the documented order.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Write [`Profile::to_json`] to `path`.
+    pub fn save(&self, path: &Path) -> Result<(), ProfileError> {
+        std::fs::write(path, self.to_json() + "\n").map_err(|source| ProfileError::Io { path: path.into(), source })
+    }
+
+    /// Whether this profile carries real prompt text (was extracted), not
+    /// placeholders.
+    pub fn has_prompt_text(&self) -> bool {
+        self.extracted_from.is_some()
+    }
+
+    /// The model-table entry of `model_id`.
+    pub fn model(&self, model_id: &str) -> Option<&ModelInfo> {
+        self.models.iter().find(|m| m.id == model_id)
+    }
+
+    /// Variable bindings of the dynamic sections for `env` and `model_id`.
+    /// A model missing from the table is named by its id and has no cutoff
+    /// line.
+    pub fn dynamic_vars<'a>(&'a self, env: &'a crate::env::SessionEnv, model_id: &'a str) -> DynamicVars<'a> {
+        let model = self.model(model_id);
+        DynamicVars {
+            env,
+            slug: env.project_slug(),
+            model_id,
+            model_name: model.map_or(model_id, |m| m.name.as_str()),
+            cutoff: model.and_then(|m| m.knowledge_cutoff.as_deref()),
+        }
+    }
+}
+
+/// Values of [`DYNAMIC_VARS`] for one session and model.
+pub struct DynamicVars<'a> {
+    env: &'a crate::env::SessionEnv,
+    slug: String,
+    model_id: &'a str,
+    model_name: &'a str,
+    cutoff: Option<&'a str>,
+}
+
+impl DynamicVars<'_> {
+    /// Render a dynamic-section template.
+    pub fn render(&self, template: &str) -> String {
+        let env = self.env;
+        let vars: [template::Var<'_>; 11] = [
+            ("cwd", Some(&env.cwd)),
+            ("home", Some(&env.home)),
+            ("project_slug", Some(&self.slug)),
+            ("is_git", Some(if env.is_git { "true" } else { "false" })),
+            ("platform", Some(&env.platform)),
+            ("shell", Some(env.shell.as_deref().unwrap_or("unknown"))),
+            ("os_version", Some(&env.os_version)),
+            ("model_name", Some(self.model_name)),
+            ("model_id", Some(self.model_id)),
+            ("knowledge_cutoff", self.cutoff),
+            ("date", env.date.as_deref()),
+        ];
+        template::render(template, &vars)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profiles_load_and_ship_no_prompt_text() {
+        for name in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            assert_eq!(&p.name, name);
+            assert!(!p.has_prompt_text());
+            assert!(p.tools.is_empty());
+            assert!(p.user_context.is_none() && p.skills.is_none() && p.git_status.is_none());
+            let keys: Vec<&str> = p.params.keys().map(String::as_str).collect();
+            assert_eq!(keys, ["max_tokens", "thinking", "context_management", "output_config"]);
+            // Round trip through the JSON format.
+            let back: Profile = serde_json::from_str(&p.to_json()).unwrap();
+            assert_eq!(back, p);
+        }
+        assert_eq!(Profile::load("seed").unwrap().layout, Layout::Seed);
+        assert_eq!(Profile::load("cc-2.1.328").unwrap().layout, Layout::Cc2_1_328);
+    }
+
+    #[test]
+    fn load_errors_name_the_file() {
+        assert!(matches!(Profile::load("no-such-profile"), Err(ProfileError::Unknown(_))));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.json");
+        std::fs::write(&path, "{\"name\": 1}").unwrap();
+        let err = Profile::load(path.to_str().unwrap()).unwrap_err();
+        assert!(err.to_string().contains("p.json"), "{err}");
+    }
+
+    #[test]
+    fn suffix_text_pick() {
+        let texts = ["<system-reminder>\nx", "hello"];
+        assert_eq!(SuffixText::FirstText.pick(&texts), "<system-reminder>\nx");
+        assert_eq!(SuffixText::FirstNonReminder.pick(&texts), "hello");
+        assert_eq!(SuffixText::FirstNonReminder.pick(&[]), "");
+    }
+}
