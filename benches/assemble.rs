@@ -12,7 +12,7 @@ use std::path::PathBuf;
 fn benches(c: &mut Criterion) {
     let disc = discover(&[PathBuf::from("tests/fixtures/cc-2.1.328")]);
     let run = RunOptions::with_threads(Some(1));
-    let opts = AssembleOptions { records: RecordOptions::default(), turns: Turns::All };
+    let opts = AssembleOptions::default();
     let mut g = c.benchmark_group("assemble");
     g.throughput(Throughput::Bytes(disc.total_bytes()));
     g.bench_function("read_only_baseline", |b| {

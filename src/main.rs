@@ -105,6 +105,37 @@ enum Format {
 enum Mode {
     /// Replay the requests the transcript recorded (api-request entries).
     Records,
+    /// Build every request from the conversation (records ignored).
+    Pipeline,
+    /// Records when a session has them, the pipeline otherwise.
+    Auto,
+}
+
+impl From<Mode> for ctxasm::assemble::driver::Mode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Records => Self::Records,
+            Mode::Pipeline => Self::Pipeline,
+            Mode::Auto => Self::Auto,
+        }
+    }
+}
+
+/// How requests are obtained (shared by assemble and verify).
+#[derive(Args)]
+struct PipelineArgs {
+    #[arg(long, value_enum, default_value = "records")]
+    mode: Mode,
+}
+
+impl PipelineArgs {
+    fn assembler(&self, identity: &IdentityArgs) -> Result<ctxasm::assemble::driver::Assembler, String> {
+        Ok(ctxasm::assemble::driver::Assembler {
+            mode: self.mode.into(),
+            records: identity.record_options(),
+            ..Default::default()
+        })
+    }
 }
 
 #[derive(Args)]
@@ -113,8 +144,8 @@ struct AssembleArgs {
     input: InputArgs,
     #[command(flatten)]
     identity: IdentityArgs,
-    #[arg(long, value_enum, default_value = "records")]
-    mode: Mode,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
     #[arg(long, value_enum, default_value = "batch")]
     format: Format,
     /// Output file (batch; `-` = stdout) or directory (dedup).
@@ -137,6 +168,8 @@ struct VerifyArgs {
     input: InputArgs,
     #[command(flatten)]
     identity: IdentityArgs,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
     /// A capture (wire.jsonl: one object per request with body and raw_b64).
     #[arg(long)]
     wire: Vec<PathBuf>,
@@ -267,7 +300,14 @@ fn assemble(args: &AssembleArgs) -> ExitCode {
     let start = Instant::now();
     let disc = args.input.discover();
     let run = args.input.run_options();
-    let opts = ctxasm::write::AssembleOptions { records: args.identity.record_options(), turns: args.turns };
+    let assembler = match args.pipeline.assembler(&args.identity) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = ctxasm::write::AssembleOptions { assembler, turns: args.turns };
     let result = match args.format {
         Format::Batch => {
             open_output(&args.output).and_then(|mut out| ctxasm::write::write_batch(&disc, &run, &opts, &mut out))
@@ -345,7 +385,14 @@ fn verify(args: &VerifyArgs) -> ExitCode {
     }
     let from_wire = args.identity.device_id.as_deref() == Some("wire");
     let device = if from_wire { ctxasm::verify::DeviceId::FromWire } else { ctxasm::verify::DeviceId::Given };
-    let report = ctxasm::verify::verify(&disc, &run, &args.identity.record_options(), wire.as_ref(), device);
+    let assembler = match args.pipeline.assembler(&args.identity) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = ctxasm::verify::verify(&disc, &run, &assembler, wire.as_ref(), device);
     let code = if args.json {
         print_json(&report)
     } else {

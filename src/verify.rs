@@ -9,7 +9,8 @@
 //! first differing JSON path and both values.
 
 use crate::assemble::SegmentCache;
-use crate::assemble::records::{RecordOptions, assemble_records};
+use crate::assemble::driver::{Assembler, assemble_session_as};
+use crate::assemble::records::RecordOptions;
 use crate::assemble::write_body;
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
@@ -172,10 +173,11 @@ pub enum DeviceId {
 pub fn verify(
     disc: &Discovery,
     run: &RunOptions<'_>,
-    opts: &RecordOptions,
+    assembler: &Assembler,
     wire: Option<&Wire>,
     device: DeviceId,
 ) -> VerifyReport {
+    let opts = &assembler.records;
     let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
         let main_sid = session.main.as_ref().and_then(|m| m.session_id()).unwrap_or("");
         let from_wire = (device == DeviceId::FromWire)
@@ -189,10 +191,10 @@ pub fn verify(
             }
             None => opts,
         };
-        let rec = assemble_records(bump, session, opts);
+        let rec = assemble_session_as(bump, session, assembler, opts);
         let mut r = VerifyReport {
             sessions: 1,
-            requests: rec.recorded,
+            requests: if rec.by_pipeline { rec.requests.len() as u64 } else { rec.recorded },
             messages_hashed: rec.messages_hashed,
             hash_matches: rec.hash_matches,
             ..VerifyReport::default()

@@ -21,7 +21,8 @@
 //! Sessions are read in parallel in chunks and written in order, so memory
 //! is bounded by a chunk of sessions, not by the corpus.
 
-use crate::assemble::records::{RecordOptions, assemble_records};
+use crate::assemble::driver::{Assembler, assemble_session};
+use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::validate::validate;
 use crate::assemble::{Request, SegmentCache, body_head, body_tail, write_body};
 use crate::diag::{DiagKind, Diagnostic};
@@ -36,8 +37,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 /// Which requests of each chain to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Turns {
+    #[default]
     All,
     Last,
     /// The request with this 0-based index in each chain.
@@ -71,9 +73,9 @@ fn select<'r, 'a>(requests: &'r [Request<'a>], turns: Turns) -> Vec<&'r Request<
 }
 
 /// Options of `assemble`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Default)]
 pub struct AssembleOptions {
-    pub records: RecordOptions,
+    pub assembler: Assembler,
     pub turns: Turns,
 }
 
@@ -82,6 +84,11 @@ pub struct AssembleOptions {
 pub struct AssembleSummary {
     pub sessions: u64,
     pub recorded_requests: u64,
+    /// Sessions assembled by the pipeline (mode `pipeline`, or `auto`
+    /// without records).
+    pub pipeline_sessions: u64,
+    /// What the pipeline repaired, summed over those sessions.
+    pub pipeline: PipelineReport,
     pub requests_written: u64,
     /// Size of the batch format of the requests written.
     pub batch_bytes: u64,
@@ -122,10 +129,15 @@ fn replay<'a>(
     session: &crate::model::session::Session<'a, '_>,
     opts: &AssembleOptions,
 ) -> (Vec<Request<'a>>, SessionOut) {
-    let rec = assemble_records(bump, session, &opts.records);
-    let mut so = SessionOut { recorded: rec.recorded, diagnostics: rec.diagnostics, ..SessionOut::default() };
-    check(&select(&rec.requests, opts.turns), &mut so);
-    (rec.requests, so)
+    let a = assemble_session(bump, session, &opts.assembler);
+    let mut so = SessionOut {
+        recorded: a.recorded,
+        diagnostics: a.diagnostics,
+        pipeline: a.by_pipeline.then_some(a.pipeline),
+        ..SessionOut::default()
+    };
+    check(&select(&a.requests, opts.turns), &mut so);
+    (a.requests, so)
 }
 
 fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache) {
@@ -147,6 +159,7 @@ struct SessionOut {
     /// New segments (dedup), first occurrence order.
     segments: Vec<(u128, std::sync::Arc<[u8]>)>,
     diagnostics: Vec<Diagnostic>,
+    pipeline: Option<PipelineReport>,
 }
 
 fn run_chunks(
@@ -165,6 +178,10 @@ fn run_chunks(
                 Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
             };
             summary.recorded_requests += out.recorded;
+            if let Some(p) = &out.pipeline {
+                summary.pipeline_sessions += 1;
+                summary.pipeline.add(p);
+            }
             summary.requests_written += out.written;
             summary.batch_bytes += out.batch_bytes;
             summary.diagnostics.append(&mut out.diagnostics);

@@ -4,6 +4,7 @@
 //! `raw_b64`; copied from `../shared/corpora/claude-code-2.1.328`).
 
 use base64::Engine;
+use ctxasm::assemble::driver::Assembler;
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::input::discover::discover;
 use ctxasm::model::session::RunOptions;
@@ -39,7 +40,13 @@ fn captured(dir: &Path) -> (String, Vec<Vec<u8>>) {
 }
 
 fn opts(device: &str, turns: Turns) -> AssembleOptions {
-    AssembleOptions { records: RecordOptions { device_id: device.into(), ..RecordOptions::default() }, turns }
+    AssembleOptions {
+        assembler: Assembler {
+            records: RecordOptions { device_id: device.into(), ..RecordOptions::default() },
+            ..Assembler::default()
+        },
+        turns,
+    }
 }
 
 #[test]
@@ -84,7 +91,8 @@ fn verify_is_clean_on_every_scenario() {
         let (device, raws) = captured(&dir);
         let disc = discover(&[dir.join("transcripts")]);
         let wire = read_wire(&dir.join("wire.jsonl")).unwrap();
-        let r = verify(&disc, &RunOptions::default(), &opts(&device, Turns::All).records, Some(&wire), DeviceId::Given);
+        let r =
+            verify(&disc, &RunOptions::default(), &opts(&device, Turns::All).assembler, Some(&wire), DeviceId::Given);
         assert!(r.clean(), "{dir:?}: {:?}", r.mismatches);
         assert_eq!(r.requests as usize, raws.len());
         assert_eq!(r.wire_compared as usize, raws.len());
@@ -98,7 +106,7 @@ fn a_wrong_device_id_is_a_wire_mismatch_with_its_path() {
     let dir = Path::new(FIX).join("hello");
     let disc = discover(&[dir.join("transcripts")]);
     let wire = read_wire(&dir.join("wire.jsonl")).unwrap();
-    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), Some(&wire), DeviceId::Given);
+    let r = verify(&disc, &RunOptions::default(), &Assembler::default(), Some(&wire), DeviceId::Given);
     assert!(!r.clean());
     assert_eq!((r.wire_compared, r.wire_byte_equal, r.wire_json_equal), (1, 0, 0));
     let m = &r.mismatches[0];
@@ -125,7 +133,7 @@ fn an_unmatched_tail_hash_is_a_diagnostic_not_a_guess() {
     let d = &s.diagnostics[0];
     assert_eq!((d.line, d.kind.as_str()), (28, "record_mismatch"));
     assert!(d.message.contains("api-request 39abd18b") && d.message.contains("tail[1]"), "{}", d.message);
-    let r = verify(&disc, &RunOptions::default(), &RecordOptions::default(), None, DeviceId::Given);
+    let r = verify(&disc, &RunOptions::default(), &Assembler::default(), None, DeviceId::Given);
     assert_eq!((r.messages_hashed, r.hash_matches), (4, 3));
     assert!(!r.clean());
 }

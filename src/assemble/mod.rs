@@ -9,6 +9,7 @@
 pub mod attachments;
 pub mod breakpoints;
 pub mod contexts;
+pub mod driver;
 pub mod media;
 pub mod normalize;
 pub mod pairing;

@@ -124,7 +124,7 @@ pub struct Extras {
 }
 
 /// Counts of what the pipeline repaired or changed, per session.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct PipelineReport {
     pub turns: u64,
     pub requests_repaired: u64,
@@ -136,12 +136,28 @@ pub struct PipelineReport {
 }
 
 /// [`PairingRepairs`] summed over requests.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct PairingRepairsTotal {
     pub synthetic_results: u64,
     pub dropped_results: u64,
     pub inserted_messages: u64,
     pub removed_messages: u64,
+}
+
+impl PipelineReport {
+    /// Add another session's counts.
+    pub fn add(&mut self, o: &PipelineReport) {
+        self.turns += o.turns;
+        self.requests_repaired += o.requests_repaired;
+        self.pairing.synthetic_results += o.pairing.synthetic_results;
+        self.pairing.dropped_results += o.pairing.dropped_results;
+        self.pairing.inserted_messages += o.pairing.inserted_messages;
+        self.pairing.removed_messages += o.pairing.removed_messages;
+        self.media_stripped += o.media_stripped;
+        self.thinking_only_dropped += o.thinking_only_dropped;
+        self.empty_assistant_dropped += o.empty_assistant_dropped;
+        self.approximated_attachments += o.approximated_attachments;
+    }
 }
 
 impl PairingRepairsTotal {
