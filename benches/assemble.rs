@@ -1,18 +1,36 @@
-//! Criterion benches of record replay on the 14 captured 2.1.328 scenarios
-//! (`tests/fixtures/cc-2.1.328`): assembly alone, batch output and dedup
-//! output (into memory / a temp dir), against reading alone as baseline.
+//! Criterion benches of assembly on the captured scenarios
+//! (`tests/fixtures/cc-2.1.328`, `tests/fixtures/cc-2.1.88`): reading alone
+//! as the baseline, record replay, the pipeline end to end (both layouts)
+//! and its stages one by one, batch and dedup output.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use ctxasm::assemble::driver::{Assembler, Mode, assemble_session};
+use ctxasm::assemble::normalize::{self, Rules};
+use ctxasm::assemble::pairing::ensure_tool_result_pairing;
+use ctxasm::assemble::prep::{Overrides, ProfilePrep};
+use ctxasm::assemble::projection::{Links, project, turns};
 use ctxasm::assemble::records::{RecordOptions, assemble_records};
+use ctxasm::assemble::{breakpoints, media};
+use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
+use ctxasm::input::json::Json;
 use ctxasm::model::session::{RunOptions, for_each_session, for_each_session_of};
-use ctxasm::write::{AssembleOptions, Turns, write_batch, write_dedup};
-use std::path::PathBuf;
+use ctxasm::write::{AssembleOptions, write_batch, write_dedup};
+use std::path::{Path, PathBuf};
+
+fn pipeline(prep: ProfilePrep) -> Assembler {
+    Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Box::new(prep) }
+}
 
 fn benches(c: &mut Criterion) {
     let disc = discover(&[PathBuf::from("tests/fixtures/cc-2.1.328")]);
     let run = RunOptions::with_threads(Some(1));
     let opts = AssembleOptions::default();
+    let cc = pipeline(ProfilePrep {
+        profile: ctxasm::profile::Profile::load("cc-2.1.328").expect("built-in profile"),
+        env: None,
+        overrides: Overrides::default(),
+    });
     let mut g = c.benchmark_group("assemble");
     g.throughput(Throughput::Bytes(disc.total_bytes()));
     g.bench_function("read_only_baseline", |b| {
@@ -21,9 +39,15 @@ fn benches(c: &mut Criterion) {
     g.bench_function("records", |b| {
         b.iter(|| {
             for_each_session_of(&disc, &disc.groups, &run, |bump, s| {
-                assemble_records(bump, s, &opts.records).requests.len()
+                assemble_records(bump, s, &opts.assembler.records).requests.len()
             })
             .len()
+        })
+    });
+    g.bench_function("pipeline_cc_2_1_328", |b| {
+        b.iter(|| {
+            for_each_session_of(&disc, &disc.groups, &run, |bump, s| assemble_session(bump, s, &cc).requests.len())
+                .len()
         })
     });
     g.bench_function("batch", |b| {
@@ -42,6 +66,87 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // The seed layout: a profile extracted from the 2.1.88 hello capture,
+    // every 2.1.88 scenario with its own environment.
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).expect("hello env");
+    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).expect("profile");
+    let disc88 = discover(&[fix.to_path_buf()]);
+    let seed = pipeline(ProfilePrep { profile, env: Some(hello_env), overrides: Overrides::default() });
+    let mut g = c.benchmark_group("pipeline");
+    g.throughput(Throughput::Bytes(disc88.total_bytes()));
+    g.bench_function("read_only_baseline_2_1_88", |b| {
+        b.iter(|| for_each_session(&disc88, &run, |s| s.files().map(|f| f.parsed.entries.len()).sum::<usize>()).len())
+    });
+    g.bench_function("seed_end_to_end", |b| {
+        b.iter(|| {
+            for_each_session_of(&disc88, &disc88.groups, &run, |bump, s| {
+                assemble_session(bump, s, &seed).requests.len()
+            })
+            .len()
+        })
+    });
+    g.bench_function("stage_prepare", |b| {
+        b.iter(|| {
+            for_each_session_of(&disc88, &disc88.groups, &run, |_, s| {
+                seed.pipeline.prepare(s).map(|(_, e)| e.after_read.len()).unwrap_or(0)
+            })
+            .len()
+        })
+    });
+    // Stages on the 2.1.328 sessions, each fed by the previous one.
+    g.bench_function("stage_projection", |b| {
+        b.iter(|| {
+            for_each_session(&disc, &run, |s| {
+                s.files()
+                    .map(|f| {
+                        let e = &f.parsed.entries;
+                        let links = Links::new(e);
+                        turns(e).iter().map(|t| project(e, &links, t).len()).sum::<usize>()
+                    })
+                    .sum::<usize>()
+            })
+            .len()
+        })
+    });
+    g.bench_function("stage_projection_normalize", |b| b.iter(|| stage_messages(&disc, &run, |_, m| m.len())));
+    g.bench_function("stage_projection_normalize_pairing_media_breakpoints", |b| {
+        b.iter(|| {
+            stage_messages(&disc, &run, |bump, m| {
+                let (m, _) = ensure_tool_result_pairing(bump, &m);
+                let (mut m, _) = media::limit_media(bump, &m);
+                let cc = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("ephemeral"))]));
+                breakpoints::add_cache_breakpoints(bump, &mut m, cc);
+                m.len()
+            })
+        })
+    });
+    g.finish();
+}
+
+/// Normalized messages of every turn of every session, handed to `f`.
+fn stage_messages(
+    disc: &ctxasm::input::discover::Discovery,
+    run: &RunOptions<'_>,
+    f: impl for<'a> Fn(&'a bumpalo::Bump, Vec<&'a Json<'a>>) -> usize + Sync,
+) -> usize {
+    for_each_session_of(disc, &disc.groups, run, |bump, s| {
+        let mut n = 0;
+        for file in s.files() {
+            let e = &file.parsed.entries;
+            let links = Links::new(e);
+            let pieces: Vec<Option<normalize::Piece>> = e.iter().map(|x| normalize::piece_of_entry(bump, x)).collect();
+            for t in turns(e) {
+                let p: Vec<normalize::Piece> =
+                    project(e, &links, &t).into_iter().filter_map(|i| pieces[i].clone()).collect();
+                let (m, _) = normalize::normalize(bump, &p, &Rules::default());
+                n += f(bump, m);
+            }
+        }
+        n
+    })
+    .len()
 }
 
 criterion_group! {

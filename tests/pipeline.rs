@@ -3,9 +3,12 @@
 //! bytes the CLI sent.
 
 use base64::Engine;
+use ctxasm::assemble::driver::{Assembler, Mode};
 use ctxasm::assemble::pipeline::{Extras, Layout, SystemSource, assemble_pipeline};
+use ctxasm::assemble::prep::{Overrides, ProfilePrep};
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
 use ctxasm::model::session::{RunOptions, for_each_session_of};
 use serde_json::Value;
@@ -52,28 +55,17 @@ fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
     let mut failures = Vec::new();
     for dir in scenarios("tests/fixtures/cc-2.1.328") {
         let (device, raws) = captured(&dir);
-        let disc = discover(&[dir.join("transcripts")]);
-        let identity = RecordOptions { device_id: device, ..RecordOptions::default() };
-        let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
-            let out = assemble_pipeline(bump, s, &Layout::cc_2_1_328(), &Extras::default(), &identity);
-            let mut cache = SegmentCache::default();
-            let bodies: Vec<Vec<u8>> = out
-                .requests
-                .iter()
-                .map(|r| {
-                    let mut b = Vec::new();
-                    write_body(&mut b, &r.body, &mut cache);
-                    b
-                })
-                .collect();
-            (bodies, out.diagnostics)
-        });
-        let mut ours = Vec::new();
-        for r in results {
-            let (b, d) = r.unwrap();
-            assert!(d.is_empty(), "{dir:?}: {d:?}");
-            ours.extend(b);
-        }
+        let prep = ProfilePrep {
+            profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
+            env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
+            overrides: Overrides::default(),
+        };
+        let a = Assembler {
+            mode: Mode::Pipeline,
+            records: RecordOptions { device_id: device, ..RecordOptions::default() },
+            pipeline: Box::new(prep),
+        };
+        let ours = assemble_all(&dir, &a);
         if ours.len() != raws.len() {
             failures.push(format!("{dir:?}: {} requests, wire has {}", ours.len(), raws.len()));
             continue;
@@ -121,9 +113,7 @@ fn cc_2_1_88_messages_with_pieces_from_the_wire() {
         if dir.ends_with("memory-files") {
             let c = wire[1]["messages"][2]["content"][0]["content"].as_str().unwrap();
             let at = c.find("\n\n<system-reminder>\nContents of").unwrap();
-            extras
-                .after_read
-                .insert("/home/dev/projects/memory-files/src/api/x.py".into(), vec![c[at + 2..].to_string()]);
+            extras.after_read.insert("6600291d-4e9d-4866-bd27-3c040ca16154".into(), vec![c[at + 2..].to_string()]);
         }
         let layout = Layout {
             attachments_into_tool_result: true,
@@ -157,6 +147,78 @@ fn cc_2_1_88_messages_with_pieces_from_the_wire() {
                     a.get(k).map_or(String::new(), |m| m.to_string()),
                     b.get(k).map_or(String::new(), |m| m.to_string())
                 ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    assert_eq!(total, 29);
+}
+
+/// The assembled requests of `dir`'s transcripts, serialized.
+fn assemble_all(dir: &Path, a: &ctxasm::assemble::driver::Assembler) -> Vec<Vec<u8>> {
+    let disc = discover(&[dir.join("transcripts")]);
+    let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
+        let out = ctxasm::assemble::driver::assemble_session(bump, s, a);
+        assert!(out.diagnostics.is_empty(), "{dir:?}: {:?}", out.diagnostics);
+        let mut cache = SegmentCache::default();
+        out.requests
+            .iter()
+            .map(|r| {
+                let mut b = Vec::new();
+                write_body(&mut b, &r.body, &mut cache);
+                b
+            })
+            .collect::<Vec<_>>()
+    });
+    results.into_iter().flat_map(Result::unwrap).collect()
+}
+
+/// What-if flags a scenario's CLI arguments correspond to.
+fn overrides_of(dir: &Path) -> Overrides {
+    let sc: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("scenario.json")).unwrap()).unwrap();
+    let mut o = Overrides::default();
+    for step in sc["steps"].as_array().unwrap() {
+        let args: Vec<&str> =
+            step["args"].as_array().map_or(vec![], |a| a.iter().map(|v| v.as_str().unwrap()).collect());
+        for w in args.windows(2) {
+            match w[0] {
+                "--system-prompt" => o.system_prompt = Some(w[1].to_string()),
+                "--append-system-prompt" => o.append_system_prompt = Some(w[1].to_string()),
+                _ => {}
+            }
+        }
+    }
+    o
+}
+
+#[test]
+fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
+    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for dir in scenarios("tests/fixtures/cc-2.1.88") {
+        let (device, raws) = captured(&dir);
+        let prep = ProfilePrep {
+            profile: profile.clone(),
+            env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
+            overrides: overrides_of(&dir),
+        };
+        let a = Assembler {
+            mode: Mode::Pipeline,
+            records: RecordOptions { device_id: device, ..RecordOptions::default() },
+            pipeline: Box::new(prep),
+        };
+        let ours = assemble_all(&dir, &a);
+        if ours.len() != raws.len() {
+            failures.push(format!("{dir:?}: {} requests, wire has {}", ours.len(), raws.len()));
+            continue;
+        }
+        for (n, (a, b)) in ours.iter().zip(&raws).enumerate() {
+            total += 1;
+            if a != b {
+                failures.push(format!("{dir:?} request {n}: {}", first_diff(a, b)));
             }
         }
     }

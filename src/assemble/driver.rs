@@ -122,12 +122,10 @@ pub fn assemble_session_as<'a>(
             };
         }
     };
-    let out = assemble_pipeline(bump, session, &layout, &extras, identity);
-    Assembled {
-        requests: out.requests,
-        diagnostics: out.diagnostics,
-        by_pipeline: true,
-        pipeline: out.report,
-        ..Default::default()
-    }
+    let mut out = assemble_pipeline(bump, session, &layout, &extras, identity);
+    let file = session.files().next().map(|f| f.file.display.clone()).unwrap_or_default();
+    let mut diagnostics: Vec<Diagnostic> =
+        extras.warnings.iter().map(|(kind, msg)| Diagnostic::new(file.as_str(), 0, *kind, msg.as_str())).collect();
+    diagnostics.append(&mut out.diagnostics);
+    Assembled { requests: out.requests, diagnostics, by_pipeline: true, pipeline: out.report, ..Default::default() }
 }

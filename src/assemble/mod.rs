@@ -14,6 +14,7 @@ pub mod media;
 pub mod normalize;
 pub mod pairing;
 pub mod pipeline;
+pub mod prep;
 pub mod projection;
 pub mod records;
 pub mod system_blocks;

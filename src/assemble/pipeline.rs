@@ -28,10 +28,31 @@ use std::collections::HashMap;
 #[derive(Debug, Clone)]
 pub enum SystemSource {
     /// The session's `api-request-shape` written before the turn (2.1.3xx):
-    /// its blocks each get `cache_control: {type: ephemeral}`.
-    SessionShape,
+    /// its blocks each get the breakpoint's `cache_control`, after the
+    /// what-if edits.
+    SessionShape(ShapeEdits),
     /// Blocks and tools rendered once for the session (seed layout).
     Rendered { blocks: Vec<serde_json::Value>, tools: Option<serde_json::Value> },
+}
+
+/// What-if changes to a session's recorded system prompt and tools.
+#[derive(Debug, Clone, Default)]
+pub struct ShapeEdits {
+    /// Replaces the CLI prefix (first shape block).
+    pub prefix: Option<String>,
+    /// Replaces the blocks after the prefix with one block.
+    pub prompt: Option<String>,
+    /// Appended to the last block after `"\n\n"` (2.1.328
+    /// append-system-prompt capture).
+    pub append: Option<String>,
+    /// Replaces the tool list.
+    pub tools: Option<serde_json::Value>,
+}
+
+impl ShapeEdits {
+    fn is_empty(&self) -> bool {
+        self.prefix.is_none() && self.prompt.is_none() && self.append.is_none() && self.tools.is_none()
+    }
 }
 
 /// Which text feeds the billing header's suffix.
@@ -72,7 +93,7 @@ impl Layout {
     pub fn cc_2_1_328() -> Self {
         use serde_json::json;
         Layout {
-            system: SystemSource::SessionShape,
+            system: SystemSource::SessionShape(ShapeEdits::default()),
             params: vec![
                 ("max_tokens".into(), json!(128000)),
                 ("thinking".into(), json!({"type": "adaptive", "display": "omitted"})),
@@ -109,10 +130,12 @@ pub struct Extras {
     /// skills listing; a process starts at the file start or after a
     /// `last-prompt` line).
     pub per_process: Option<String>,
-    /// Reminders added after the result of a `Read` of a matching file
-    /// (conditional memory rules): `(logical path, reminder)` pairs are
-    /// produced by this callback-free table: file path → reminders.
+    /// Reminders attached after a tool result, by the uuid of its entry
+    /// (conditional memory rules brought in by a `Read`).
     pub after_read: HashMap<String, Vec<String>>,
+    /// Problems found while preparing (memory includes refused…), reported
+    /// as diagnostics of the session.
+    pub warnings: Vec<(crate::diag::DiagKind, String)>,
     /// The todo reminder of the seed layout: its text and after how many
     /// assistant lines without a `TodoWrite` call (or since the last
     /// reminder) it is attached after the newest message. It stays in the
@@ -222,7 +245,9 @@ impl<'a> Statics<'a> {
         let system_extra =
             params.iter().filter(|(k, _)| layout.system_message_params.iter().any(|p| p == k)).copied().collect();
         let (system, tools) = match &layout.system {
-            SystemSource::SessionShape => (None, None),
+            SystemSource::SessionShape(edits) => {
+                (None, edits.tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))))
+            }
             SystemSource::Rendered { blocks, tools } => (
                 Some(blocks.iter().map(|b| Json::from_serde(bump, b)).collect()),
                 tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))),
@@ -382,15 +407,25 @@ fn chain<'a>(
                     continue;
                 };
                 let cc = statics.cache_control;
-                let blocks: Vec<Json<'a>> = s
-                    .get("system")
-                    .and_then(Json::as_array)
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(|b| normalize::with_member(bump, b, "cache_control", cc).unwrap_or(*b))
-                    .collect();
-                let key = xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(s));
-                (blocks, s.get("tools"), Some(key))
+                let edits = match &layout.system {
+                    SystemSource::SessionShape(edits) => Some(edits),
+                    SystemSource::Rendered { .. } => None,
+                };
+                let mut blocks: Vec<Json<'a>> = s.get("system").and_then(Json::as_array).unwrap_or(&[]).to_vec();
+                if let Some(edits) = edits.filter(|e| !e.is_empty()) {
+                    edit_shape(bump, &mut blocks, edits);
+                }
+                let blocks: Vec<Json<'a>> =
+                    blocks.iter().map(|b| normalize::with_member(bump, b, "cache_control", cc).unwrap_or(*b)).collect();
+                let mut key = xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(s));
+                if let Some(e) = edits.filter(|e| !e.is_empty()) {
+                    key ^= xxhash_rust::xxh3::xxh3_128(format!("{e:?}").as_bytes());
+                }
+                (
+                    blocks,
+                    statics.tools.or(s.get("tools")),
+                    Some(key ^ xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(&cc))),
+                )
             }
         };
         let version = e.env.version.unwrap_or("");
@@ -432,6 +467,27 @@ fn chain<'a>(
             timestamp: e.env.timestamp,
             body,
         });
+    }
+}
+
+/// Apply what-if edits to a shape's system blocks.
+fn edit_shape<'a>(bump: &'a Bump, blocks: &mut Vec<Json<'a>>, edits: &ShapeEdits) {
+    let text = |t: &str| normalize::text_block(bump, bump.alloc_str(t));
+    if let Some(p) = &edits.prefix {
+        match blocks.first_mut() {
+            Some(b) => *b = text(p),
+            None => blocks.push(text(p)),
+        }
+    }
+    if let Some(p) = &edits.prompt {
+        blocks.truncate(1);
+        blocks.push(text(p));
+    }
+    if let Some(a) = &edits.append
+        && let Some(last) = blocks.last_mut()
+    {
+        let joined = format!("{}\n\n{a}", last.get_str("text").unwrap_or(""));
+        *last = normalize::with_member(bump, last, "text", Json::Str(bump.alloc_str(&joined))).unwrap_or(*last);
     }
 }
 
@@ -502,13 +558,10 @@ fn uses_tool(e: &Entry<'_>, name: &str) -> bool {
     })
 }
 
-/// Reminders to add after the tool result in `e`, when it is the result of a
-/// `Read` of a file with conditional rules.
+/// Reminders to add after the tool result in `e`.
 fn read_reminders<'x>(e: &Entry<'_>, extras: &'x Extras) -> &'x [String] {
     if extras.after_read.is_empty() {
         return &[];
     }
-    let Some(u) = e.as_user() else { return &[] };
-    let path = u.tool_use_result.and_then(|r| r.get("file")).and_then(|f| f.get_str("filePath"));
-    path.and_then(|p| extras.after_read.get(p)).map_or(&[], Vec::as_slice)
+    e.env.uuid.and_then(|u| extras.after_read.get(u)).map_or(&[], Vec::as_slice)
 }

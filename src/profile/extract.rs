@@ -580,6 +580,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
         models,
         system_cache: SystemCache::default(),
         proactive_agent_header: super::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
+        reminders: seed.reminders.clone(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -304,6 +304,32 @@ pub struct Profile {
     /// See [`DEFAULT_PROACTIVE_AGENT_HEADER`].
     #[serde(default = "default_agent_header")]
     pub proactive_agent_header: String,
+    /// Periodic reminders the client adds without writing them to the
+    /// transcript (seed layout).
+    #[serde(default)]
+    pub reminders: Reminders,
+}
+
+/// Periodic reminders of the seed layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reminders {
+    /// The todo reminder's text (`None`: not sent).
+    #[serde(default)]
+    pub todo: Option<String>,
+    /// Assistant lines without a `TodoWrite` call before it is sent (seeds:
+    /// `TODO_REMINDER_CONFIG.TURNS_SINCE_WRITE`).
+    #[serde(default = "default_todo_every")]
+    pub todo_every: usize,
+}
+
+fn default_todo_every() -> usize {
+    10
+}
+
+impl Default for Reminders {
+    fn default() -> Self {
+        Reminders { todo: None, todo_every: default_todo_every() }
+    }
 }
 
 /// Names of the built-in profiles.
