@@ -33,6 +33,9 @@ enum Command {
     Verify(VerifyArgs),
     /// Write the batch format of a dedup directory.
     Expand(ExpandArgs),
+    /// Release profiles for the pipeline.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
     /// Speed baseline for scripts/bench-compare: parse every line with
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
@@ -124,16 +127,83 @@ impl From<Mode> for ctxasm::assemble::driver::Mode {
 /// How requests are obtained (shared by assemble and verify).
 #[derive(Args)]
 struct PipelineArgs {
+    /// records: replay api-request entries; pipeline: build every request
+    /// from the conversation; auto: records when present, else pipeline.
     #[arg(long, value_enum, default_value = "records")]
     mode: Mode,
+    /// Pipeline profile: a built-in name (cc-2.1.328, seed) or a profile file
+    /// written by `ctxasm profile extract`.
+    #[arg(long, default_value = "cc-2.1.328", help_heading = "Pipeline")]
+    profile: String,
+    /// The session's environment: a directory in the captures' env/ layout
+    /// (env.json, project/, home/.claude/) [default: what the transcript says].
+    #[arg(long, help_heading = "Pipeline")]
+    env: Option<PathBuf>,
+    /// What-if: this file's text replaces the default system prompt.
+    #[arg(long, help_heading = "What-if")]
+    system_prompt_file: Option<PathBuf>,
+    /// What-if: text appended to the system prompt.
+    #[arg(long, help_heading = "What-if")]
+    append_system_prompt: Option<String>,
+    /// What-if: the model of every request.
+    #[arg(long, help_heading = "What-if")]
+    model: Option<String>,
+    /// What-if: read the memory files (CLAUDE.md, .claude/rules, …) from
+    /// this directory as the session's working directory.
+    #[arg(long, help_heading = "What-if")]
+    claude_md_root: Option<PathBuf>,
+    /// What-if: the tool list (a JSON array of tool definitions).
+    #[arg(long, help_heading = "What-if")]
+    tools: Option<PathBuf>,
+    /// What-if: cache TTL of every breakpoint (5m or 1h).
+    #[arg(long, help_heading = "What-if")]
+    cache_ttl: Option<String>,
+    /// What-if: output_config.effort (low, medium, high, …).
+    #[arg(long, help_heading = "What-if")]
+    effort: Option<String>,
 }
 
 impl PipelineArgs {
+    fn overrides(&self) -> Result<ctxasm::assemble::prep::Overrides, String> {
+        let read = |p: &PathBuf| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
+        let tools = match &self.tools {
+            Some(p) => match serde_json::from_str::<serde_json::Value>(&read(p)?) {
+                Ok(serde_json::Value::Array(t)) => Some(t),
+                Ok(_) => return Err(format!("{}: --tools needs a JSON array of tool definitions", p.display())),
+                Err(e) => return Err(format!("{}: {e}", p.display())),
+            },
+            None => None,
+        };
+        Ok(ctxasm::assemble::prep::Overrides {
+            system_prompt: self.system_prompt_file.as_ref().map(read).transpose()?,
+            append_system_prompt: self.append_system_prompt.clone(),
+            model: self.model.clone(),
+            claude_md_root: self.claude_md_root.clone(),
+            tools,
+            cache_ttl: self.cache_ttl.clone(),
+            effort: self.effort.clone(),
+        })
+    }
+
+    fn what_if(&self) -> bool {
+        self.system_prompt_file.is_some()
+            || self.append_system_prompt.is_some()
+            || self.model.is_some()
+            || self.claude_md_root.is_some()
+            || self.tools.is_some()
+            || self.cache_ttl.is_some()
+            || self.effort.is_some()
+    }
+
     fn assembler(&self, identity: &IdentityArgs) -> Result<ctxasm::assemble::driver::Assembler, String> {
+        if self.mode == Mode::Records && (self.what_if() || self.env.is_some()) {
+            return Err("what-if flags and --env apply to --mode pipeline or auto".into());
+        }
+        let prep = ctxasm::assemble::prep::ProfilePrep::load(&self.profile, self.env.as_deref(), self.overrides()?)?;
         Ok(ctxasm::assemble::driver::Assembler {
             mode: self.mode.into(),
             records: identity.record_options(),
-            ..Default::default()
+            pipeline: Box::new(prep),
         })
     }
 }
@@ -178,6 +248,27 @@ struct VerifyArgs {
     json: bool,
 }
 
+#[derive(Subcommand)]
+enum ProfileCommand {
+    /// Write a profile (static prompt text, tools, params, templates of the
+    /// dynamic sections) from one capture (wire.jsonl) or one 2.1.3xx
+    /// transcript of a release.
+    Extract(ExtractArgs),
+}
+
+#[derive(Args)]
+struct ExtractArgs {
+    /// A wire.jsonl capture or a transcript with api-request-shape entries.
+    path: PathBuf,
+    /// The capture's environment (env/ layout), to name its values as
+    /// template variables [default: inferred from the text].
+    #[arg(long)]
+    env: Option<PathBuf>,
+    /// Output file (`-` = stdout).
+    #[arg(short, long, default_value = "-")]
+    output: PathBuf,
+}
+
 #[derive(Args)]
 struct ExpandArgs {
     /// A directory written by `assemble --format dedup`.
@@ -208,6 +299,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats(&args),
         Command::Assemble(args) => assemble(&args),
         Command::Verify(args) => verify(&args),
+        Command::Profile(ProfileCommand::Extract(args)) => profile_extract(&args),
         Command::Expand(args) => expand(&args),
         Command::BenchBaseline(args) => {
             let disc = args.discover();
@@ -430,6 +522,50 @@ fn verify(args: &VerifyArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+fn profile_extract(args: &ExtractArgs) -> ExitCode {
+    let env = match &args.env {
+        Some(d) => match ctxasm::env::SessionEnv::from_dir(d) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                eprintln!("ctxasm: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let profile = match ctxasm::profile::extract(&args.path, env.as_ref()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let text = profile.to_json();
+    let result = open_output(&args.output).and_then(|mut out| {
+        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n")?;
+        out.flush()
+    });
+    match result {
+        Ok(()) => {
+            eprintln!(
+                "ctxasm: profile {} ({:?} layout, {} tools, {} static + {} dynamic sections) from {}",
+                profile.name,
+                profile.layout,
+                profile.tools.len(),
+                profile.prompt.static_sections.len(),
+                profile.prompt.dynamic_sections.len(),
+                args.path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn expand(args: &ExpandArgs) -> ExitCode {

@@ -225,3 +225,156 @@ fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
     assert_eq!(total, 29);
 }
+
+/// Parsed bodies of `dir`'s sessions assembled by `a`.
+fn bodies(dir: &Path, a: &Assembler) -> Vec<Value> {
+    assemble_all(dir, a).iter().map(|b| serde_json::from_slice(b).unwrap()).collect()
+}
+
+fn seed_assembler(profile: &ctxasm::profile::Profile, env: &Path, overrides: Overrides) -> Assembler {
+    Assembler {
+        mode: Mode::Pipeline,
+        records: RecordOptions::default(),
+        pipeline: Box::new(ProfilePrep {
+            profile: profile.clone(),
+            env: Some(SessionEnv::from_dir(env).unwrap()),
+            overrides,
+        }),
+    }
+}
+
+/// What-if `--append-system-prompt X` on an interactive session (the 2.1.88
+/// hello transcript with `entrypoint: cli`): the request differs from the
+/// original in exactly the system block that ends the prompt, which gains
+/// `\n\nX` before the appended gitStatus section.
+#[test]
+fn what_if_append_system_prompt_changes_exactly_that_block() {
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
+    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fix.join("hello/transcripts/-home-dev-projects-hello/336e397f-d147-4ef4-9bd5-78a994ebedcf.jsonl");
+    let text = std::fs::read_to_string(src).unwrap().replace("\"entrypoint\":\"sdk-cli\"", "\"entrypoint\":\"cli\"");
+    std::fs::create_dir_all(tmp.path().join("transcripts")).unwrap();
+    std::fs::write(tmp.path().join("transcripts/s.jsonl"), text).unwrap();
+    let env = fix.join("hello/env");
+    let base = bodies(tmp.path(), &seed_assembler(&profile, &env, Overrides::default()));
+    let append = Overrides { append_system_prompt: Some("Always answer in French.".into()), ..Overrides::default() };
+    let changed = bodies(tmp.path(), &seed_assembler(&profile, &env, append));
+    assert_eq!((base.len(), changed.len()), (1, 1));
+    let (b, c) = (&base[0], &changed[0]);
+    for key in ["model", "messages", "tools", "metadata", "max_tokens", "thinking", "output_config", "stream"] {
+        assert_eq!(b[key], c[key], "{key}");
+    }
+    let (bs, cs) = (b["system"].as_array().unwrap(), c["system"].as_array().unwrap());
+    assert_eq!(bs.len(), cs.len());
+    let differing: Vec<usize> = (0..bs.len()).filter(|&i| bs[i] != cs[i]).collect();
+    assert_eq!(differing, vec![bs.len() - 1]);
+    let (bt, ct) = (bs[bs.len() - 1]["text"].as_str().unwrap(), cs[bs.len() - 1]["text"].as_str().unwrap());
+    let at = bt.find("\n\ngitStatus: ").unwrap();
+    assert_eq!(ct, format!("{}\n\nAlways answer in French.{}", &bt[..at], &bt[at..]));
+    // The interactive prefix is kept (an sdk session would switch to the
+    // "running within the Claude Agent SDK" prefix, as the capture shows).
+    assert_eq!(cs[1]["text"], "You are Claude Code, Anthropic's official CLI for Claude.");
+
+    // And on the captured sdk session it reproduces the append capture's
+    // system prompt: prefix + dynamic block, like the real CLI.
+    let append_dir = fix.join("append-system-prompt");
+    let wire: Value =
+        serde_json::from_str(std::fs::read_to_string(append_dir.join("wire.jsonl")).unwrap().lines().next().unwrap())
+            .unwrap();
+    let o = Overrides { append_system_prompt: Some("Always answer in French.".into()), ..Overrides::default() };
+    let got = bodies(&append_dir, &seed_assembler(&profile, &append_dir.join("env"), o));
+    assert_eq!(got[0]["system"], wire["body"]["system"]);
+}
+
+/// The other what-if flags change what they name and nothing else.
+#[test]
+fn what_if_model_effort_ttl_and_tools() {
+    let dir = Path::new("tests/fixtures/cc-2.1.328/bash-tool");
+    let prep = |o: Overrides| Assembler {
+        mode: Mode::Pipeline,
+        records: RecordOptions::default(),
+        pipeline: Box::new(ProfilePrep {
+            profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
+            env: None,
+            overrides: o,
+        }),
+    };
+    let base = bodies(dir, &prep(Overrides::default()));
+    let tools = vec![serde_json::json!({"name": "Bash", "description": "run", "input_schema": {"type": "object"}})];
+    let o = Overrides {
+        model: Some("claude-haiku-4-5-20251001".into()),
+        effort: Some("low".into()),
+        cache_ttl: Some("1h".into()),
+        tools: Some(tools.clone()),
+        ..Overrides::default()
+    };
+    let changed = bodies(dir, &prep(o));
+    assert_eq!(base.len(), 2);
+    for (b, c) in base.iter().zip(&changed) {
+        assert_eq!(c["model"], "claude-haiku-4-5-20251001");
+        assert_eq!(c["output_config"], serde_json::json!({"effort": "low"}));
+        assert_eq!(c["tools"], Value::Array(tools.clone()));
+        // Every cache_control gets the TTL, the system turn carries the
+        // new effort; the text is unchanged.
+        let strip = |v: &Value| {
+            v.to_string().replace(r#","ttl":"1h""#, "").replace(r#""effort":"low""#, r#""effort":"medium""#)
+        };
+        assert_eq!(strip(&c["messages"]), b["messages"].to_string());
+        assert_eq!(strip(&c["system"]), b["system"].to_string());
+        assert_eq!(c["system"].to_string().matches(r#""ttl":"1h""#).count(), 2);
+        assert_eq!(c["messages"].to_string().matches(r#""ttl":"1h""#).count(), 1);
+        for key in ["metadata", "max_tokens", "thinking", "context_management", "stream"] {
+            assert_eq!(b[key], c[key], "{key}");
+        }
+    }
+}
+
+/// The command line: `profile extract`, then `verify --mode pipeline` with
+/// the extracted profile and a scenario's environment; bad flags fail with
+/// a message naming the problem.
+#[test]
+fn cli_profile_extract_and_verify_pipeline() {
+    let bin = env!("CARGO_BIN_EXE_ctxasm");
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = tmp.path().join("p.json");
+    let out = std::process::Command::new(bin)
+        .args(["profile", "extract"])
+        .arg(fix.join("hello/wire.jsonl"))
+        .arg("--env")
+        .arg(fix.join("hello/env"))
+        .arg("-o")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p: Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    assert_eq!((p["layout"].as_str(), p["tools"].as_array().map(Vec::len)), (Some("seed"), Some(22)));
+    let dir = fix.join("memory-files");
+    let out = std::process::Command::new(bin)
+        .args(["verify", "--mode", "pipeline", "--device-id", "wire", "--profile"])
+        .arg(&profile)
+        .arg("--env")
+        .arg(dir.join("env"))
+        .arg("--wire")
+        .arg(dir.join("wire.jsonl"))
+        .arg(dir.join("transcripts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("wire compared            2   byte-equal 2   JSON-equal 2"), "{stdout}");
+    // Errors name what is wrong.
+    let bad = |args: &[&str], want: &str| {
+        let out = std::process::Command::new(bin).args(args).arg(dir.join("transcripts")).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    bad(&["assemble", "--mode", "pipeline", "--profile", "nope"], "nope");
+    bad(&["assemble", "--mode", "pipeline", "--cache-ttl", "2h"], "--cache-ttl must be 5m or 1h");
+    bad(&["assemble", "--append-system-prompt", "x"], "apply to --mode pipeline or auto");
+    bad(&["assemble", "--mode", "pipeline", "--env", "/nonexistent/env"], "/nonexistent/env");
+}
