@@ -156,7 +156,17 @@ pub struct PipelineReport {
     pub thinking_only_dropped: u64,
     pub empty_assistant_dropped: u64,
     pub approximated_attachments: u64,
+    /// Requests whose conversation was empty or started with an assistant
+    /// message (its start is not in the file): a user message was put
+    /// first — the
+    /// subagent's prompt when the main transcript has it, else
+    /// [`MISSING_START`].
+    pub leading_user_inserted: u64,
 }
+
+/// Text of the user message put before a conversation whose start is not in
+/// the transcript (ctxasm's wording).
+pub const MISSING_START: &str = "[The start of this conversation is not in the transcript]";
 
 /// [`PairingRepairs`] summed over requests.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -180,6 +190,7 @@ impl PipelineReport {
         self.thinking_only_dropped += o.thinking_only_dropped;
         self.empty_assistant_dropped += o.empty_assistant_dropped;
         self.approximated_attachments += o.approximated_attachments;
+        self.leading_user_inserted += o.leading_user_inserted;
     }
 }
 
@@ -279,6 +290,7 @@ fn chain<'a>(
     let entries = &f.parsed.entries;
     let display: &'a str = bump.alloc_str(&f.file.display);
     let links = Links::new(entries);
+    let agent_prompt = agent_id.and_then(|id| subagent_prompt(session, id));
     let rules = Rules {
         system_message_extra: statics.system_extra.clone(),
         system_attachments_as_user: layout.system_attachments_as_user,
@@ -371,6 +383,15 @@ fn chain<'a>(
         let (messages, nrep) = normalize::normalize(bump, &scratch, &rules);
         out.report.thinking_only_dropped += nrep.dropped_thinking_only as u64;
         out.report.empty_assistant_dropped += nrep.dropped_empty_assistant as u64;
+        let mut messages = messages;
+        if messages.first().is_none_or(|m| m.get_str("role") == Some("assistant")) {
+            // The conversation's start is not in this file (a subagent file
+            // without its prompt, an excerpt): the API needs a user first.
+            let text = agent_prompt.unwrap_or(MISSING_START);
+            messages.insert(0, normalize::message(bump, "user", &[normalize::text_block(bump, text)], &[]));
+            out.report.leading_user_inserted += 1;
+            out.report.requests_repaired += 1;
+        }
         let (messages, prep) = ensure_tool_result_pairing(bump, &messages);
         out.report.pairing.add(&prep);
         let (mut messages, stripped) = media::limit_media(bump, &messages);
@@ -468,6 +489,25 @@ fn chain<'a>(
             body,
         });
     }
+}
+
+/// The prompt the main transcript gave subagent `agent_id`: the `prompt`
+/// input of the tool call whose result names the agent
+/// (`toolUseResult.agentId`).
+fn subagent_prompt<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a str> {
+    let main = &session.main.as_ref()?.parsed.entries;
+    let call_id = main.iter().find_map(|e| {
+        let u = e.as_user()?;
+        (u.tool_use_result?.get_str("agentId")? == agent_id).then_some(())?;
+        u.content.blocks().iter().find_map(|b| match b.kind {
+            crate::model::content::BlockKind::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+            _ => None,
+        })
+    })?;
+    main.iter().filter_map(Entry::as_assistant).flat_map(|a| a.content.blocks()).find_map(|b| match b.kind {
+        crate::model::content::BlockKind::ToolUse { id, input, .. } if id == call_id => input.get_str("prompt"),
+        _ => None,
+    })
 }
 
 /// Apply what-if edits to a shape's system blocks.

@@ -27,6 +27,7 @@ pub const MAX_MEDIA: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
+    NoMessages,
     FirstNotUser,
     RolesDoNotAlternate,
     UnknownRole,
@@ -43,6 +44,7 @@ pub enum Rule {
 impl Rule {
     pub fn as_str(self) -> &'static str {
         match self {
+            Rule::NoMessages => "no_messages",
             Rule::FirstNotUser => "first_not_user",
             Rule::RolesDoNotAlternate => "roles_do_not_alternate",
             Rule::UnknownRole => "unknown_role",
@@ -128,6 +130,9 @@ pub fn validate(body: &Body<'_>) -> Vec<Violation> {
     }
     for s in &body.system {
         scan_block(s, None, &mut counts, &mut out);
+    }
+    if !body.messages.iter().any(|m| matches!(m.get_str("role"), Some("user") | Some("assistant"))) {
+        out.push(Violation { rule: Rule::NoMessages, message: None, detail: "no user or assistant message".into() });
     }
     let mut seen_ids: HashSet<&str> = HashSet::new();
     // The previous user/assistant message (system turns are skipped).
@@ -274,6 +279,8 @@ mod tests {
         let bump = Bump::new();
         let cases = [
             (r#"[{"role":"assistant","content":"x"}]"#, vec![Rule::FirstNotUser]),
+            (r#"[]"#, vec![Rule::NoMessages]),
+            (r#"[{"role":"system","content":"s"}]"#, vec![Rule::NoMessages]),
             (r#"[{"role":"user","content":"a"},{"role":"user","content":"b"}]"#, vec![Rule::RolesDoNotAlternate]),
             (r#"[{"role":"user","content":"a"},{"role":"tool","content":"b"}]"#, vec![Rule::UnknownRole]),
             (
