@@ -4,6 +4,8 @@
 //! Entries first become [`Piece`]s ([`piece_of_entry`]); the pipeline may add
 //! pieces a transcript does not hold (the 2.1.88 skills listing, the user
 //! context). [`normalize`] then, in order:
+//! 0. strips internal fields ([`strip_internal`]: `caller`, tool-search
+//!    `tool_reference` items);
 //! 1. drops what is never sent: progress and metadata lines, synthetic API
 //!    error messages, `isVisibleInTranscriptOnly` user lines, assistant
 //!    messages of only thinking (orphaned thinking) or only whitespace text;
@@ -84,6 +86,7 @@ pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
             if blocks.is_empty() {
                 return None;
             }
+            let blocks = strip_internal(bump, blocks);
             let tool_results = u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
             Some(Piece::User { blocks, tool_results })
         }
@@ -92,7 +95,7 @@ pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
                 return None;
             }
             let blocks = e.raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array)?;
-            Some(Piece::Assistant { id: a.message_id, blocks })
+            Some(Piece::Assistant { id: a.message_id, blocks: strip_internal(bump, blocks) })
         }
         EntryKind::Attachment(_) => {
             let r = attachments::render(bump, e)?;
@@ -104,6 +107,49 @@ pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
         }
         _ => None,
     }
+}
+
+/// Blocks without the client's internal fields (seeds: "strip unsupported
+/// fields such as tool_reference, caller"): `caller` of a `tool_use`
+/// (2.1.x transcripts write `{"type":"direct"}`), and `tool_reference`
+/// items inside a `tool_result` (tool search results; ctxasm does not send
+/// the tool-search beta). Blocks without them are returned as they are.
+fn strip_internal<'a>(bump: &'a Bump, blocks: &'a [Json<'a>]) -> &'a [Json<'a>] {
+    let has_internal = |b: &Json<'_>| match b.get_str("type") {
+        Some("tool_use") => b.get("caller").is_some(),
+        Some("tool_result") => b
+            .get("content")
+            .and_then(Json::as_array)
+            .is_some_and(|c| c.iter().any(|x| x.get_str("type") == Some("tool_reference"))),
+        _ => false,
+    };
+    if !blocks.iter().any(has_internal) {
+        return blocks;
+    }
+    let out: Vec<Json<'a>> = blocks
+        .iter()
+        .map(|b| {
+            if !has_internal(b) {
+                return *b;
+            }
+            let members: Vec<(&'a str, Json<'a>)> = b
+                .as_object()
+                .unwrap_or(&[])
+                .iter()
+                .filter(|(k, _)| *k != "caller")
+                .map(|&(k, v)| match (k, v) {
+                    ("content", Json::Arr(items)) => {
+                        let kept: Vec<Json<'a>> =
+                            items.iter().filter(|x| x.get_str("type") != Some("tool_reference")).copied().collect();
+                        (k, Json::Arr(bump.alloc_slice_copy(&kept)))
+                    }
+                    other => other,
+                })
+                .collect();
+            Json::Obj(bump.alloc_slice_copy(&members))
+        })
+        .collect();
+    bump.alloc_slice_copy(&out)
 }
 
 /// `{"type":"text","text":…}`.
@@ -284,6 +330,32 @@ mod tests {
     fn s(bump: &Bump, v: &[&Json]) -> String {
         let _ = bump;
         v.iter().map(|m| m.to_compact_string()).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn internal_fields_are_stripped() {
+        use crate::input::{ReadOptions, parse_bytes};
+        let bump = Bump::new();
+        // Real lines (public corpus, 2.1.x subagent of -experiments-worktrees), shortened.
+        let lines = br#"{"type":"assistant","uuid":"a","message":{"id":"m","role":"assistant","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_01LCjj9FHpZLTzS2h6hjtsuG","name":"Bash","input":{"command":"pwd && ls -la"},"caller":{"type":"direct"}}]}}
+{"type":"user","uuid":"u","parentUuid":"a","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01KJ8gB7S8MLZxpshCBaGaLv","content":[{"type":"tool_reference","tool_name":"WebSearch"},{"type":"tool_reference","tool_name":"WebFetch"}]}]}}
+"#;
+        let parsed = parse_bytes(&bump, lines, "t", &ReadOptions::default());
+        let got: Vec<String> = parsed
+            .entries
+            .iter()
+            .map(|e| match piece_of_entry(&bump, e).unwrap() {
+                Piece::Assistant { blocks, .. } | Piece::User { blocks, .. } => Json::Arr(blocks).to_compact_string(),
+                Piece::Attachment { .. } => String::new(),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                r#"[{"type":"tool_use","id":"toolu_01LCjj9FHpZLTzS2h6hjtsuG","name":"Bash","input":{"command":"pwd && ls -la"}}]"#,
+                r#"[{"type":"tool_result","tool_use_id":"toolu_01KJ8gB7S8MLZxpshCBaGaLv","content":[]}]"#,
+            ]
+        );
     }
 
     #[test]
