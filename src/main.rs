@@ -200,6 +200,11 @@ impl PipelineArgs {
             return Err("what-if flags and --env apply to --mode pipeline or auto".into());
         }
         let prep = ctxasm::assemble::prep::ProfilePrep::load(&self.profile, self.env.as_deref(), self.overrides()?)?;
+        if self.mode != Mode::Records
+            && let Some(note) = prep.note()
+        {
+            eprintln!("ctxasm: note: {note}");
+        }
         Ok(ctxasm::assemble::driver::Assembler {
             mode: self.mode.into(),
             records: identity.record_options(),
@@ -447,6 +452,22 @@ fn assemble(args: &AssembleArgs) -> ExitCode {
             secs,
             summary.bytes_written as f64 / 1e6 / secs.max(1e-9),
         );
+        if summary.pipeline_sessions > 0 {
+            let p = &summary.pipeline;
+            eprintln!(
+                "ctxasm: pipeline: {} sessions, {} turns; {} requests repaired ({} synthetic tool results, {} tool results dropped, {} user messages put first, {} media stripped); {} thinking-only and {} blank assistant messages dropped; {} attachments rendered by ctxasm",
+                summary.pipeline_sessions,
+                p.turns,
+                p.requests_repaired,
+                p.pairing.synthetic_results,
+                p.pairing.dropped_results,
+                p.leading_user_inserted,
+                p.media_stripped,
+                p.thinking_only_dropped,
+                p.empty_assistant_dropped,
+                p.approximated_attachments
+            );
+        }
     }
     if disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io)) {
         return ExitCode::from(2);

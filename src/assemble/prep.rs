@@ -17,7 +17,7 @@
 //! - A profile without prompt text (the built-in `seed` / `cc-2.1.328`)
 //!   still assembles: the system is the CLI prefix plus any custom/append
 //!   text, and the tools are the session's tool names with an empty object
-//!   schema (`Extras::warnings` says so once per session).
+//!   schema ([`ProfilePrep::note`] says so, once per run).
 
 use super::contexts::{contexts, render_user_context, skills_listing};
 use super::driver::PipelinePrep;
@@ -79,6 +79,19 @@ impl ProfilePrep {
             return Err(format!("--cache-ttl must be 5m or 1h, got {t:?}"));
         }
         Ok(ProfilePrep { profile, env, overrides })
+    }
+}
+
+impl ProfilePrep {
+    /// A note for the user when the profile cannot give the client's text.
+    pub fn note(&self) -> Option<String> {
+        (!self.profile.has_prompt_text()).then(|| {
+            format!(
+                "profile {:?} has no prompt text: sessions without a recorded shape get the CLI prefix as system prompt{}; extract a profile from a capture (ctxasm profile extract) for the real text",
+                self.profile.name,
+                if self.overrides.tools.is_none() { " and tools named after their tool calls with empty schemas" } else { "" }
+            )
+        })
     }
 }
 
@@ -167,14 +180,6 @@ impl PipelinePrep for ProfilePrep {
         let sections = if p.has_prompt_text() {
             effective_system_prompt(p, &sys_env, &model, &choice, &sys_ctx)
         } else {
-            extras.warnings.push((
-                DiagKind::PipelineSetup,
-                format!(
-                    "profile {:?} has no prompt text: the system prompt is only the CLI prefix{}; extract a profile from a capture for real text",
-                    p.name,
-                    if tools.is_none() { " and tools are the session's tool names with empty schemas" } else { "" }
-                ),
-            ));
             choice.custom.iter().chain(choice.append.iter()).cloned().collect()
         };
         sys_env.date = env.date.clone();
