@@ -24,15 +24,15 @@
 use crate::assemble::driver::{Assembler, assemble_session};
 use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::validate::validate;
-use crate::assemble::{Request, SegmentCache, body_head, body_tail, write_body};
+use crate::assemble::{MessageSpans, Request, SegmentCache, body_head, body_tail, write_body_reusing};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::input::json::Json;
 use crate::jsonout;
-use crate::model::session::{RunOptions, for_each_session_of};
+use crate::model::session::RunOptions;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -99,8 +99,8 @@ pub struct AssembleSummary {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Sessions per parallel chunk, per worker thread.
-const CHUNK_PER_THREAD: usize = 8;
+/// Sessions a worker may be ahead of the writer, per worker thread.
+const WINDOW_PER_THREAD: usize = 2;
 
 thread_local! {
     static CACHE: RefCell<SegmentCache> = RefCell::new(SegmentCache::default());
@@ -140,11 +140,11 @@ fn replay<'a>(
     (a.requests, so)
 }
 
-fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache) {
+fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
     out.extend_from_slice(b"{\"custom_id\":");
     jsonout::write_str(out, &req.custom_id);
     out.extend_from_slice(b",\"params\":");
-    write_body(out, &req.body, cache);
+    write_body_reusing(out, &req.body, cache, spans);
     out.extend_from_slice(b"}\n");
 }
 
@@ -162,32 +162,90 @@ struct SessionOut {
     pipeline: Option<PipelineReport>,
 }
 
+/// Map every session in parallel and hand the results to `sink` in
+/// discovery order as soon as each is ready, so writing overlaps the work.
+/// Workers stay at most [`WINDOW_PER_THREAD`] × threads sessions ahead of
+/// the writer: memory is bounded by that window, not by the corpus.
 fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
     mut sink: impl FnMut(SessionOut) -> io::Result<()>,
     f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::model::session::Session<'a, 'd>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
-    let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, mpsc};
+    let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads()).max(1);
+    let window = threads * WINDOW_PER_THREAD;
+    let groups = &disc.groups;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let written = (Mutex::new(0usize), Condvar::new());
     let mut summary = AssembleSummary::default();
-    for chunk in disc.groups.chunks((threads * CHUNK_PER_THREAD).max(1)) {
-        for result in for_each_session_of(disc, chunk, run, &f) {
-            summary.sessions += 1;
-            let mut out = match result {
-                Ok(out) => out,
-                Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
+    let mut result: io::Result<()> = Ok(());
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(usize, SessionOut)>();
+        let (next, stop, written, f) = (&next, &stop, &written, &f);
+        scope.spawn(move || {
+            let worker = |tx: mpsc::Sender<(usize, SessionOut)>| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= groups.len() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                // Wait until the writer is within the window.
+                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                while i >= *done + window && !stop.load(Ordering::Relaxed) {
+                    done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(done);
+                let out = match crate::model::session::map_group(disc, &groups[i], run, f) {
+                    Ok(out) => out,
+                    Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
+                };
+                if tx.send((i, out)).is_err() {
+                    break;
+                }
             };
-            summary.recorded_requests += out.recorded;
-            if let Some(p) = &out.pipeline {
-                summary.pipeline_sessions += 1;
-                summary.pipeline.add(p);
+            let spawn_all = || {
+                rayon::scope(|s| {
+                    for _ in 0..threads {
+                        let tx = tx.clone();
+                        s.spawn(move |_| worker(tx));
+                    }
+                })
+            };
+            match &run.pool {
+                Some(pool) => pool.install(spawn_all),
+                None => spawn_all(),
             }
-            summary.requests_written += out.written;
-            summary.batch_bytes += out.batch_bytes;
-            summary.diagnostics.append(&mut out.diagnostics);
-            sink(out)?;
+            drop(tx);
+        });
+        let mut pending: std::collections::BTreeMap<usize, SessionOut> = std::collections::BTreeMap::new();
+        let mut expect = 0usize;
+        for (i, out) in rx {
+            pending.insert(i, out);
+            while let Some(mut out) = pending.remove(&expect) {
+                expect += 1;
+                summary.sessions += 1;
+                summary.recorded_requests += out.recorded;
+                summary.requests_written += out.written;
+                summary.batch_bytes += out.batch_bytes;
+                if let Some(p) = &out.pipeline {
+                    summary.pipeline_sessions += 1;
+                    summary.pipeline.add(p);
+                }
+                summary.diagnostics.append(&mut out.diagnostics);
+                if result.is_ok() {
+                    result = sink(out);
+                    if result.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                *written.0.lock().unwrap_or_else(|e| e.into_inner()) = expect;
+                written.1.notify_all();
+            }
         }
-    }
+    });
+    result?;
     summary.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
     Ok(summary)
 }
@@ -211,8 +269,9 @@ pub fn write_batch(
             let (requests, mut so) = replay(bump, session, opts);
             CACHE.with(|c| {
                 let mut cache = c.borrow_mut();
+                let mut spans = MessageSpans::default();
                 for req in select(&requests, opts.turns) {
-                    batch_line(&mut so.lines, req, &mut cache);
+                    batch_line(&mut so.lines, req, &mut cache, &mut spans);
                     so.written += 1;
                 }
             });
@@ -244,7 +303,7 @@ pub fn write_dedup(
     };
     let mut segs = open("segments.bin")?;
     let mut recipes = open("recipes.jsonl")?;
-    let mut seen: HashSet<u128> = HashSet::new();
+    let mut seen: HashSet<u128> = HashSet::default();
     let (mut seg_bytes, mut recipe_bytes) = (0u64, 0u64);
     let mut summary = run_chunks(
         disc,
@@ -289,14 +348,24 @@ pub fn write_dedup(
     Ok(summary)
 }
 
+/// `"<32 lowercase hex digits>"`.
+fn push_hex128(out: &mut Vec<u8>, id: u128) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    for shift in (0..32).rev() {
+        out.push(HEX[((id >> (shift * 4)) & 0xf) as usize]);
+    }
+    out.push(b'"');
+}
+
 fn hex128(id: u128) -> String {
     format!("{id:032x}")
 }
 
 fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCache, so: &mut SessionOut) {
     // Segment ids of values already serialized in this session, by node.
-    let mut by_node: HashMap<usize, (u128, usize)> = HashMap::new();
-    let mut local: HashSet<u128> = HashSet::new();
+    let mut by_node: HashMap<usize, (u128, usize)> = HashMap::default();
+    let mut local: HashSet<u128> = HashSet::default();
     let mut seg = |v: &Json<'_>, key: Option<u128>, so: &mut SessionOut| -> (u128, usize) {
         let ptr = v as *const Json<'_> as usize;
         if let Some(&hit) = by_node.get(&ptr) {
@@ -319,13 +388,13 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         body_head(&mut head, b);
         body_tail(&mut tail, b);
         let mut body_len = head.len() + tail.len() + b"],\"system\":[]".len();
-        let mut ids = |list: &[&Json<'_>], keys: &[Option<u128>], so: &mut SessionOut| -> Vec<String> {
+        let mut ids = |list: &[&Json<'_>], keys: &[Option<u128>], so: &mut SessionOut| -> Vec<u128> {
             list.iter()
                 .enumerate()
                 .map(|(i, v)| {
                     let (id, len) = seg(v, keys.get(i).copied().flatten(), so);
                     body_len += len + usize::from(i > 0);
-                    hex128(id)
+                    id
                 })
                 .collect()
         };
@@ -334,21 +403,36 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         let tools = b.tools.map(|t| {
             let (id, len) = seg(t, b.tools_key, so);
             body_len += len + b",\"tools\":".len();
-            hex128(id)
+            id
         });
-        let line = serde_json::json!({
-            "custom_id": req.custom_id,
-            "head": String::from_utf8_lossy(&head),
-            "messages": messages,
-            "system": system,
-            "tools": tools,
-            "tail": String::from_utf8_lossy(&tail),
-        });
-        // serde_json escapes differently from JSON.stringify, but recipes are
-        // ours: expand parses them back exactly.
-        if serde_json::to_writer(&mut so.lines, &line).is_ok() {
-            so.lines.push(b'\n');
+        // {"custom_id":…,"head":…,"messages":[…],"system":[…],"tools":…,"tail":…}
+        let out = &mut so.lines;
+        let hex_list = |out: &mut Vec<u8>, list: &[u128]| {
+            out.push(b'[');
+            for (i, id) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                push_hex128(out, *id);
+            }
+            out.push(b']');
+        };
+        out.extend_from_slice(b"{\"custom_id\":");
+        jsonout::write_str(out, &req.custom_id);
+        out.extend_from_slice(b",\"head\":");
+        jsonout::write_str(out, &String::from_utf8_lossy(&head));
+        out.extend_from_slice(b",\"messages\":");
+        hex_list(out, &messages);
+        out.extend_from_slice(b",\"system\":");
+        hex_list(out, &system);
+        out.extend_from_slice(b",\"tools\":");
+        match tools {
+            Some(id) => push_hex128(out, id),
+            None => out.extend_from_slice(b"null"),
         }
+        out.extend_from_slice(b",\"tail\":");
+        jsonout::write_str(out, &String::from_utf8_lossy(&tail));
+        out.extend_from_slice(b"}\n");
         so.written += 1;
         // The batch line: {"custom_id":<id>,"params":<body>}\n
         let mut id = Vec::new();
@@ -382,7 +466,7 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     let seg_path = dir.join("segments.bin");
     let data =
         std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
-    let mut segments: HashMap<u128, &[u8]> = HashMap::new();
+    let mut segments: HashMap<u128, &[u8]> = HashMap::default();
     let mut pos = 0usize;
     while pos < data.len() {
         let header =

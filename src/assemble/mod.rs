@@ -84,7 +84,7 @@ pub struct Request<'a> {
 /// each distinct one is serialized once per thread and reused as bytes.
 #[derive(Default)]
 pub struct SegmentCache {
-    map: std::collections::HashMap<u128, (u128, std::sync::Arc<[u8]>)>,
+    map: rustc_hash::FxHashMap<u128, (u128, std::sync::Arc<[u8]>)>,
 }
 
 /// The cache forgets everything past this many entries (distinct shapes are
@@ -136,12 +136,34 @@ pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
 
 /// Serialize `body` as the client did; static segments come from `cache`.
 pub fn write_body(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache) {
+    write_body_reusing(out, body, cache, &mut MessageSpans::default());
+}
+
+/// Where each message node was already written in an output buffer
+/// (offset, length), so a message kept across a session's requests is
+/// copied instead of serialized again. Valid for one buffer that only grows.
+#[derive(Default)]
+pub struct MessageSpans {
+    map: rustc_hash::FxHashMap<usize, (usize, usize)>,
+}
+
+/// [`write_body`] into a buffer that already holds earlier requests of the
+/// same session: messages written before (same node) are copied from it.
+pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
     body_head(out, body);
     for (i, m) in body.messages.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        jsonout::write(out, m);
+        let key = *m as *const Json<'_> as usize;
+        match spans.map.get(&key) {
+            Some(&(at, len)) if at + len <= out.len() => out.extend_from_within(at..at + len),
+            _ => {
+                let at = out.len();
+                jsonout::write(out, m);
+                spans.map.insert(key, (at, out.len() - at));
+            }
+        }
     }
     out.extend_from_slice(b"],\"system\":[");
     for (i, s) in body.system.iter().enumerate() {

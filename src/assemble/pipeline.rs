@@ -244,9 +244,16 @@ struct Statics<'a> {
     params: Vec<(&'a str, Json<'a>)>,
     system_extra: Vec<(&'a str, Json<'a>)>,
     cache_control: Json<'a>,
-    system: Option<Vec<Json<'a>>>,
+    /// Rendered system blocks (one node each for the whole session) and
+    /// their segment keys (xxh3-128 of their bytes, computed once).
+    system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
     tools: Option<&'a Json<'a>>,
+    tools_key: Option<u128>,
     betas: Vec<&'a str>,
+}
+
+fn content_key(v: &Json<'_>) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(v))
 }
 
 impl<'a> Statics<'a> {
@@ -259,19 +266,38 @@ impl<'a> Statics<'a> {
             SystemSource::SessionShape(edits) => {
                 (None, edits.tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))))
             }
-            SystemSource::Rendered { blocks, tools } => (
-                Some(blocks.iter().map(|b| Json::from_serde(bump, b)).collect()),
-                tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))),
-            ),
+            SystemSource::Rendered { blocks, tools } => {
+                let nodes: Vec<&'a Json<'a>> = blocks.iter().map(|b| &*bump.alloc(Json::from_serde(bump, b))).collect();
+                let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+                (Some((nodes, keys)), tools.as_ref().map(|t| &*bump.alloc(Json::from_serde(bump, t))))
+            }
         };
         Statics {
             params,
             system_extra,
             cache_control: Json::from_serde(bump, &layout.cache_control),
             system,
+            tools_key: tools.map(content_key),
             tools,
             betas: layout.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
         }
+    }
+}
+
+/// Structural equality that is O(1) for values built from the same arena
+/// slices (messages rebuilt for each turn from the same transcript blocks).
+fn same(a: &Json<'_>, b: &Json<'_>) -> bool {
+    match (a, b) {
+        (Json::Arr(x), Json::Arr(y)) => {
+            std::ptr::eq(x.as_ptr(), y.as_ptr()) && x.len() == y.len()
+                || x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| same(p, q))
+        }
+        (Json::Obj(x), Json::Obj(y)) => {
+            std::ptr::eq(x.as_ptr(), y.as_ptr()) && x.len() == y.len()
+                || x.len() == y.len() && x.iter().zip(y.iter()).all(|((k, p), (l, q))| k == l && same(p, q))
+        }
+        (Json::Str(x), Json::Str(y)) => std::ptr::eq(x.as_ptr(), y.as_ptr()) && x.len() == y.len() || x == y,
+        _ => a == b,
     }
 }
 
@@ -325,6 +351,10 @@ fn chain<'a>(
     let mut shape: Option<&'a Json<'a>> = None;
     let mut shape_line = 0usize;
     let mut scratch: Vec<Piece<'a>> = Vec::new();
+    let mut prev_turn: Vec<&'a Json<'a>> = Vec::new();
+    let mut collapsed: rustc_hash::FxHashMap<*const Json<'a>, &'a Json<'a>> = Default::default();
+    // The system blocks and tools of the current shape, built once per shape.
+    let mut shape_sys: Option<ShapeSystem<'a>> = None;
     // Reminders the running process added (entry index they follow, text).
     let mut anchored: Vec<(usize, &'a str)> = Vec::new();
     let mut anchored_process: Option<usize> = None;
@@ -404,12 +434,31 @@ fn chain<'a>(
             BillingText::FirstBlock => messages.first().map_or("", |m| first_block_text(m)),
         };
         let first_text = first_text.to_string();
+        // A message equal to the previous turn's at the same place is that
+        // node: dedup and the byte caches then see it once per session.
+        for (m, p) in messages.iter_mut().zip(&prev_turn) {
+            if !std::ptr::eq(*m, *p) && same(m, p) {
+                *m = p;
+            }
+        }
+        prev_turn.clone_from(&messages);
         breakpoints::add_cache_breakpoints(bump, &mut messages, statics.cache_control);
-        let messages: Vec<&'a Json<'a>> = messages.into_iter().map(|m| collapse(bump, m)).collect();
+        let last = messages.len().saturating_sub(1);
+        let messages: Vec<&'a Json<'a>> = messages
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| {
+                if i == last {
+                    collapse(bump, m)
+                } else {
+                    *collapsed.entry(m as *const Json<'a>).or_insert_with(|| collapse(bump, m))
+                }
+            })
+            .collect();
         // System and tools.
         let e = &entries[turn.first];
-        let (system_blocks, tools, key) = match &statics.system {
-            Some(blocks) => (blocks.clone(), statics.tools, None),
+        let (sys_nodes, sys_keys, tools, tools_key): (&[&'a Json<'a>], &[Option<u128>], _, _) = match &statics.system {
+            Some((nodes, keys)) => (nodes, keys, statics.tools, statics.tools_key),
             None => {
                 // The newest shape written before this turn.
                 while shape_line < turn.first {
@@ -427,26 +476,11 @@ fn chain<'a>(
                     ));
                     continue;
                 };
-                let cc = statics.cache_control;
-                let edits = match &layout.system {
-                    SystemSource::SessionShape(edits) => Some(edits),
-                    SystemSource::Rendered { .. } => None,
-                };
-                let mut blocks: Vec<Json<'a>> = s.get("system").and_then(Json::as_array).unwrap_or(&[]).to_vec();
-                if let Some(edits) = edits.filter(|e| !e.is_empty()) {
-                    edit_shape(bump, &mut blocks, edits);
+                if shape_sys.as_ref().is_none_or(|c| !std::ptr::eq(c.0, s)) {
+                    shape_sys = Some(shape_system(bump, s, layout, statics));
                 }
-                let blocks: Vec<Json<'a>> =
-                    blocks.iter().map(|b| normalize::with_member(bump, b, "cache_control", cc).unwrap_or(*b)).collect();
-                let mut key = xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(s));
-                if let Some(e) = edits.filter(|e| !e.is_empty()) {
-                    key ^= xxhash_rust::xxh3::xxh3_128(format!("{e:?}").as_bytes());
-                }
-                (
-                    blocks,
-                    statics.tools.or(s.get("tools")),
-                    Some(key ^ xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(&cc))),
-                )
+                let Some((_, nodes, keys, tools, tools_key)) = &shape_sys else { continue };
+                (nodes, keys, *tools, *tools_key)
             }
         };
         let version = e.env.version.unwrap_or("");
@@ -455,12 +489,12 @@ fn chain<'a>(
             "x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};{}",
             layout.billing_extra
         );
-        let mut system: Vec<&'a Json<'a>> = vec![bump.alloc(normalize::text_block(bump, bump.alloc_str(&header)))];
-        let mut system_keys = vec![None];
-        for (i, b) in system_blocks.into_iter().enumerate() {
-            system.push(bump.alloc(b));
-            system_keys.push(key.map(|k: u128| k.wrapping_add(i as u128 + 1)));
-        }
+        let mut system: Vec<&'a Json<'a>> = Vec::with_capacity(sys_nodes.len() + 1);
+        system.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(&header))));
+        system.extend_from_slice(sys_nodes);
+        let mut system_keys = Vec::with_capacity(sys_keys.len() + 1);
+        system_keys.push(None);
+        system_keys.extend_from_slice(sys_keys);
         let model = match &layout.model {
             Some(m) => Json::Str(bump.alloc_str(m)),
             None => e.as_assistant().and_then(|a| a.model).map_or(Json::Null, Json::Str),
@@ -472,7 +506,7 @@ fn chain<'a>(
             system,
             system_keys,
             tools,
-            tools_key: key.map(|k| k.wrapping_add(0xffff)),
+            tools_key,
             metadata: user_id(bump, identity, session_id),
             params: statics.params.clone(),
             stream: true,
@@ -529,6 +563,33 @@ fn edit_shape<'a>(bump: &'a Bump, blocks: &mut Vec<Json<'a>>, edits: &ShapeEdits
         let joined = format!("{}\n\n{a}", last.get_str("text").unwrap_or(""));
         *last = normalize::with_member(bump, last, "text", Json::Str(bump.alloc_str(&joined))).unwrap_or(*last);
     }
+}
+
+/// A shape (by address), its system blocks (edited, each with the
+/// breakpoint's cache control), their segment keys, its tools and their key.
+type ShapeSystem<'a> = (*const Json<'a>, Vec<&'a Json<'a>>, Vec<Option<u128>>, Option<&'a Json<'a>>, Option<u128>);
+
+/// The [`ShapeSystem`] of shape `s`.
+fn shape_system<'a>(bump: &'a Bump, s: &'a Json<'a>, layout: &Layout, statics: &Statics<'a>) -> ShapeSystem<'a> {
+    let cc = statics.cache_control;
+    let edits = match &layout.system {
+        SystemSource::SessionShape(edits) => Some(edits),
+        SystemSource::Rendered { .. } => None,
+    };
+    let mut blocks: Vec<Json<'a>> = s.get("system").and_then(Json::as_array).unwrap_or(&[]).to_vec();
+    if let Some(edits) = edits.filter(|e| !e.is_empty()) {
+        edit_shape(bump, &mut blocks, edits);
+    }
+    let nodes: Vec<&'a Json<'a>> = blocks
+        .iter()
+        .map(|b| &*bump.alloc(normalize::with_member(bump, b, "cache_control", cc).unwrap_or(*b)))
+        .collect();
+    let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+    let (tools, tools_key) = match statics.tools {
+        Some(t) => (Some(t), statics.tools_key),
+        None => (s.get("tools"), s.get("tools").map(content_key)),
+    };
+    (s as *const Json<'a>, nodes, keys, tools, tools_key)
 }
 
 /// Any shape of the session (a subagent file may not write its own).

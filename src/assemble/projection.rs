@@ -17,7 +17,7 @@
 
 use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// One request of a chain: the assistant message it produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,8 +36,8 @@ pub struct Links<'a> {
 
 impl<'a> Links<'a> {
     pub fn new(entries: &[Entry<'a>]) -> Self {
-        let mut by_uuid = HashMap::with_capacity(entries.len());
-        let mut children: HashMap<&'a str, Vec<usize>> = HashMap::new();
+        let mut by_uuid = HashMap::with_capacity_and_hasher(entries.len(), Default::default());
+        let mut children: HashMap<&'a str, Vec<usize>> = HashMap::default();
         for (i, e) in entries.iter().enumerate() {
             if let Some(u) = e.env.uuid {
                 // The first line of a uuid wins (a duplicate is reported by
@@ -71,7 +71,7 @@ pub fn turns(entries: &[Entry<'_>]) -> Vec<Turn> {
 /// Entry indices (file order) of the conversation sent before `turn`.
 pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usize> {
     let mut chain: Vec<usize> = Vec::new();
-    let mut seen: HashSet<usize> = HashSet::new();
+    let mut seen: HashSet<usize> = HashSet::default();
     let mut cur = entries[turn.first].env.parent_uuid;
     while let Some(p) = cur {
         let Some(&i) = links.by_uuid.get(p) else { break };

@@ -120,30 +120,38 @@ where
     R: Send,
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
 {
-    let work = |group: &SessionGroup| {
-        let bump = Bump::new();
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let session = read_session(&bump, disc, group, &opts.read);
-            f(&bump, &session)
-        }));
-        if let Some(progress) = opts.progress {
-            progress(group.files().map(|i| disc.files[i].size).sum());
-        }
-        result.map_err(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            let file = group.files().next().map(|i| disc.files[i].display.clone()).unwrap_or_default();
-            Diagnostic::new(file, 0, DiagKind::Internal, format!("ctxasm bug while reading this session: {what}"))
-        })
-    };
+    let work = |group: &SessionGroup| map_group(disc, group, opts, &f);
     let run = || groups.par_iter().map(work).collect();
     match &opts.pool {
         Some(pool) => pool.install(run),
         None => run(),
     }
+}
+
+/// Read one group into a fresh arena and map it with `f` on the calling
+/// thread; a panic becomes an `internal_error` diagnostic (the building
+/// block of [`for_each_session_of`] and of ordered streaming writers).
+pub fn map_group<R, F>(disc: &Discovery, group: &SessionGroup, opts: &RunOptions<'_>, f: &F) -> Result<R, Diagnostic>
+where
+    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R,
+{
+    let bump = Bump::new();
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let session = read_session(&bump, disc, group, &opts.read);
+        f(&bump, &session)
+    }));
+    if let Some(progress) = opts.progress {
+        progress(group.files().map(|i| disc.files[i].size).sum());
+    }
+    result.map_err(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let file = group.files().next().map(|i| disc.files[i].display.clone()).unwrap_or_default();
+        Diagnostic::new(file, 0, DiagKind::Internal, format!("ctxasm bug while reading this session: {what}"))
+    })
 }
 
 #[cfg(test)]
