@@ -99,8 +99,13 @@ pub struct AssembleSummary {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Sessions a worker may be ahead of the writer, per worker thread.
-const WINDOW_PER_THREAD: usize = 2;
+/// Sessions the workers may be ahead of the writer, per worker thread.
+const WINDOW_PER_THREAD: usize = 16;
+
+/// Output bytes waiting for the writer above which workers only stay one
+/// session each ahead of it (a session's all-turns batch output can be tens
+/// of MB).
+const PENDING_BYTES: usize = 32 << 20;
 
 thread_local! {
     static CACHE: RefCell<SegmentCache> = RefCell::new(SegmentCache::default());
@@ -165,7 +170,15 @@ struct SessionOut {
 /// Map every session in parallel and hand the results to `sink` in
 /// discovery order as soon as each is ready, so writing overlaps the work.
 /// Workers stay at most [`WINDOW_PER_THREAD`] × threads sessions ahead of
-/// the writer: memory is bounded by that window, not by the corpus.
+/// the writer, and one session each once [`PENDING_BYTES`] of output wait:
+/// memory is bounded by that window, not by the corpus.
+impl SessionOut {
+    /// Bytes of output it holds.
+    fn size(&self) -> usize {
+        self.lines.len() + self.segments.iter().map(|(_, b)| b.len()).sum::<usize>()
+    }
+}
+
 fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
@@ -179,21 +192,27 @@ fn run_chunks(
     let groups = &disc.groups;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    let pending_bytes = AtomicUsize::new(0);
     let written = (Mutex::new(0usize), Condvar::new());
     let mut summary = AssembleSummary::default();
     let mut result: io::Result<()> = Ok(());
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, SessionOut)>();
-        let (next, stop, written, f) = (&next, &stop, &written, &f);
+        let (next, stop, written, f, pending_bytes) = (&next, &stop, &written, &f, &pending_bytes);
         scope.spawn(move || {
             let worker = |tx: mpsc::Sender<(usize, SessionOut)>| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= groups.len() || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                // Wait until the writer is within the window.
+                // Wait while too far ahead of the writer: more than `threads`
+                // sessions ahead and either the window is full or the output
+                // waiting to be written is over the byte budget.
                 let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
-                while i >= *done + window && !stop.load(Ordering::Relaxed) {
+                while i >= *done + threads
+                    && (i >= *done + window || pending_bytes.load(Ordering::Relaxed) > PENDING_BYTES)
+                    && !stop.load(Ordering::Relaxed)
+                {
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
@@ -201,6 +220,7 @@ fn run_chunks(
                     Ok(out) => out,
                     Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
                 };
+                pending_bytes.fetch_add(out.size(), Ordering::Relaxed);
                 if tx.send((i, out)).is_err() {
                     break;
                 }
@@ -234,6 +254,7 @@ fn run_chunks(
                     summary.pipeline.add(p);
                 }
                 summary.diagnostics.append(&mut out.diagnostics);
+                pending_bytes.fetch_sub(out.size(), Ordering::Relaxed);
                 if result.is_ok() {
                     result = sink(out);
                     if result.is_err() {
