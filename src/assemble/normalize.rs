@@ -75,7 +75,9 @@ pub struct Report {
 pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
     match &e.kind {
         EntryKind::User(u) => {
-            if u.is_visible_in_transcript_only {
+            // A compact summary is written visible-in-transcript-only, and is
+            // what the model gets instead of the history before the boundary.
+            if u.is_visible_in_transcript_only && !u.is_compact_summary {
                 return None;
             }
             let blocks: &'a [Json<'a>] = match e.raw.get("message").and_then(|m| m.get("content"))? {
@@ -241,10 +243,12 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
         }
         _ => true,
     });
-    // 4: merge consecutive user messages.
+    // 4: merge consecutive user messages; a system turn between them does
+    // not separate them (it stays after the merged message).
     let mut merged: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
     for m in msgs {
-        match (merged.last_mut(), m) {
+        let prev_user = merged.iter().rposition(|p| !matches!(p, Msg::System(_)));
+        match (prev_user.map(|i| &mut merged[i]), m) {
             (Some(Msg::User(prev)), Msg::User(next)) => {
                 report.merged_user_messages += 1;
                 merge_user(bump, prev, next, rules);

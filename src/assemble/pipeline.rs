@@ -413,21 +413,27 @@ fn chain<'a>(
         let (messages, nrep) = normalize::normalize(bump, &scratch, &rules);
         out.report.thinking_only_dropped += nrep.dropped_thinking_only as u64;
         out.report.empty_assistant_dropped += nrep.dropped_empty_assistant as u64;
-        let mut messages = messages;
-        if messages.first().is_none_or(|m| m.get_str("role") == Some("assistant")) {
-            // The conversation's start is not in this file (a subagent file
-            // without its prompt, an excerpt): the API needs a user first.
-            let text = agent_prompt.unwrap_or(MISSING_START);
-            messages.insert(0, normalize::message(bump, "user", &[normalize::text_block(bump, text)], &[]));
-            out.report.leading_user_inserted += 1;
-            out.report.requests_repaired += 1;
-        }
         let (messages, prep) = ensure_tool_result_pairing(bump, &messages);
         out.report.pairing.add(&prep);
         let (mut messages, stripped) = media::limit_media(bump, &messages);
         out.report.media_stripped += stripped as u64;
         if prep.any() || stripped > 0 {
             out.report.requests_repaired += 1;
+        }
+        if messages
+            .iter()
+            .find(|m| m.get_str("role") != Some("system"))
+            .is_none_or(|m| m.get_str("role") != Some("user"))
+        {
+            // The conversation's start is not in this file (a subagent file
+            // without its prompt, an excerpt, a lost line): the API needs a
+            // user message first.
+            let text = agent_prompt.unwrap_or(MISSING_START);
+            messages.insert(0, normalize::message(bump, "user", &[normalize::text_block(bump, text)], &[]));
+            out.report.leading_user_inserted += 1;
+            if !(prep.any() || stripped > 0) {
+                out.report.requests_repaired += 1;
+            }
         }
         let first_text: &str = match layout.billing_text {
             BillingText::FirstNonReminder => messages.first().map_or("", |m| first_user_text(m)),

@@ -13,7 +13,10 @@
 //! answers. The chain to the next assistant message passes through only one
 //! of those results (`parallel-tools` in the 2.1.328 captures: 1 of 3), so
 //! projection adds the other results — user lines holding a `tool_result`
-//! whose parent is an assistant line of the chain — in file order.
+//! whose parent is an assistant line of the chain — and the message's other
+//! lines when the chain skips one (the answer hanging off an earlier call's
+//! result), in file order. Duplicated lines (a uuid written again) are not
+//! added twice.
 
 use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
@@ -52,6 +55,13 @@ impl<'a> Links<'a> {
     }
 }
 
+impl Links<'_> {
+    /// Whether entry `i` is the first line with its uuid (or has none).
+    fn is_first(&self, entries: &[Entry<'_>], i: usize) -> bool {
+        entries[i].env.uuid.is_none_or(|u| self.by_uuid.get(u) == Some(&i))
+    }
+}
+
 /// The turns of a chain: every assistant message that came from the API (not
 /// `isApiErrorMessage`, not the `<synthetic>` model), in file order.
 pub fn turns(entries: &[Entry<'_>]) -> Vec<Turn> {
@@ -84,16 +94,27 @@ pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usi
         chain.push(i);
         cur = entries[i].env.parent_uuid;
     }
+    // Off-chain parts of the chain's assistant messages: their other lines
+    // (same message.id: parallel calls whose line the chain skips) and the
+    // tool results hanging off any of their lines. A line whose uuid was
+    // written before (a duplicate) is not a part: the first is kept.
     let mut extra: Vec<usize> = Vec::new();
-    for &i in &chain {
-        if !matches!(entries[i].kind, EntryKind::Assistant(_)) {
-            continue;
-        }
+    let mut todo: Vec<usize> =
+        chain.iter().copied().filter(|&i| matches!(entries[i].kind, EntryKind::Assistant(_))).collect();
+    while let Some(i) = todo.pop() {
         let Some(u) = entries[i].env.uuid else { continue };
+        let id = entries[i].as_assistant().and_then(|a| a.message_id);
         for &c in links.children.get(u).map_or(&[][..], Vec::as_slice) {
-            if c < turn.first && !seen.contains(&c) && holds_tool_result(&entries[c]) {
+            if c >= turn.first || seen.contains(&c) || !links.is_first(entries, c) {
+                continue;
+            }
+            let fragment = id.is_some() && entries[c].as_assistant().and_then(|a| a.message_id) == id;
+            if fragment || holds_tool_result(&entries[c]) {
                 seen.insert(c);
                 extra.push(c);
+                if fragment {
+                    todo.push(c);
+                }
             }
         }
     }
