@@ -378,3 +378,34 @@ fn cli_profile_extract_and_verify_pipeline() {
     bad(&["assemble", "--append-system-prompt", "x"], "apply to --mode pipeline or auto");
     bad(&["assemble", "--mode", "pipeline", "--env", "/nonexistent/env"], "/nonexistent/env");
 }
+
+/// A memory include that leaves the snapshot's roots (a transcript and its
+/// environment are untrusted input) is refused with a `memory_refused`
+/// diagnostic naming it; the rest of the memory is still sent.
+#[test]
+fn memory_include_outside_the_roots_is_refused_with_a_diagnostic() {
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
+    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let env = tmp.path().join("env");
+    std::fs::create_dir_all(env.join("project")).unwrap();
+    std::fs::copy(fix.join("hello/env/env.json"), env.join("env.json")).unwrap();
+    std::fs::write(env.join("project/CLAUDE.md"), "Be brief.\nSee @/etc/passwd and @../../outside.md\n").unwrap();
+    let a = seed_assembler(&profile, &env, Overrides::default());
+    let disc = discover(&[fix.join("hello/transcripts")]);
+    let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
+        let out = ctxasm::assemble::driver::assemble_session(bump, s, &a);
+        let diags: Vec<(ctxasm::diag::DiagKind, String)> =
+            out.diagnostics.iter().map(|d| (d.kind, d.message.clone())).collect();
+        let first = out.requests[0].body.messages[0].to_compact_string();
+        (diags, first)
+    });
+    let (diags, first) = results.into_iter().next().unwrap().unwrap();
+    assert_eq!(diags.len(), 2, "{diags:?}");
+    assert!(diags.iter().all(|(k, _)| *k == ctxasm::diag::DiagKind::MemoryRefused), "{diags:?}");
+    assert!(diags.iter().any(|(_, m)| m.contains("/etc/passwd")), "{diags:?}");
+    assert!(first.contains("Contents of /home/dev/projects/hello/CLAUDE.md (project instructions"), "{first}");
+    assert!(first.contains("Be brief."), "{first}");
+    assert!(!first.contains("root:"), "{first}");
+}
