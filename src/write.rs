@@ -297,6 +297,9 @@ pub fn write_batch(
                 }
             });
             so.batch_bytes = so.lines.len() as u64;
+            // It may wait for the writer: keep only its bytes, not the
+            // growth slack of the buffer.
+            so.lines.shrink_to_fit();
             so
         },
     )?;
