@@ -169,20 +169,16 @@ impl PipelinePrep for ProfilePrep {
             });
             return Ok((layout, extras));
         }
+        // No recorded shape: the prompt is rendered from the profile.
         layout.system_message_params.clear();
-        if p.layout == profile::Layout::Seed {
-            layout.system_message_params.clear();
-            layout.attachments_into_tool_result = true;
-        }
-        let mut sys_env = env.clone();
+        layout.attachments_into_tool_result = p.layout == profile::Layout::Seed;
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
-        let (user_ctx, sys_ctx) = contexts(p, &sys_env, claude_md);
+        let (user_ctx, sys_ctx) = contexts(p, &env, claude_md);
         let sections = if p.has_prompt_text() {
-            effective_system_prompt(p, &sys_env, &model, &choice, &sys_ctx)
+            effective_system_prompt(p, &env, &model, &choice, &sys_ctx)
         } else {
             choice.custom.iter().chain(choice.append.iter()).cloned().collect()
         };
-        sys_env.date = env.date.clone();
         let prefix = cli_prefix(p, non_interactive, choice.append.is_some());
         let blocks = system_blocks("", prefix, &sections, p);
         let tools = tools.unwrap_or_else(|| session_tools(session));
