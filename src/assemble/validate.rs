@@ -17,7 +17,7 @@
 
 use super::Body;
 use crate::input::json::Json;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 use std::fmt;
 
 /// Most `cache_control` blocks per request.
@@ -134,7 +134,7 @@ pub fn validate(body: &Body<'_>) -> Vec<Violation> {
     if !body.messages.iter().any(|m| matches!(m.get_str("role"), Some("user") | Some("assistant"))) {
         out.push(Violation { rule: Rule::NoMessages, message: None, detail: "no user or assistant message".into() });
     }
-    let mut seen_ids: HashSet<&str> = HashSet::new();
+    let mut seen_ids: HashSet<&str> = HashSet::default();
     // The previous user/assistant message (system turns are skipped).
     let mut prev: Option<(usize, &str)> = None;
     let mut pending: Vec<&str> = Vec::new();
