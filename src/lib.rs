@@ -9,6 +9,7 @@
 
 pub mod assemble;
 pub mod baseline;
+pub mod cost;
 pub mod diag;
 pub mod env;
 pub mod input;

@@ -1,0 +1,7 @@
+//! `ctxasm cost`: what each request cost (recorded usage), what a prompt
+//! cache simulator predicts from the assembled requests, and what a change
+//! would do to the bill.
+
+pub mod pricing;
+pub mod sim;
+pub mod usage;
