@@ -36,6 +36,8 @@ enum Command {
     /// Release profiles for the pipeline.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// What the sessions cost: recorded usage priced (--recorded-only).
+    Cost(CostArgs),
     /// Speed baseline for scripts/bench-compare: parse every line with
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
@@ -253,6 +255,23 @@ struct VerifyArgs {
     json: bool,
 }
 
+#[derive(Args)]
+struct CostArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// Only the usage recorded in the transcripts, priced (each request
+    /// counted once, as ccusage counts it).
+    #[arg(long)]
+    recorded_only: bool,
+    /// A price table (JSON, the format of src/cost/pricing.json)
+    /// [default: the built-in table, with its source and date].
+    #[arg(long)]
+    pricing: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum ProfileCommand {
     /// Write a profile (static prompt text, tools, params, templates of the
@@ -305,6 +324,7 @@ fn main() -> ExitCode {
         Command::Assemble(args) => assemble(&args),
         Command::Verify(args) => verify(&args),
         Command::Profile(ProfileCommand::Extract(args)) => profile_extract(&args),
+        Command::Cost(args) => cost(&args),
         Command::Expand(args) => expand(&args),
         Command::BenchBaseline(args) => {
             let disc = args.discover();
@@ -543,6 +563,50 @@ fn verify(args: &VerifyArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     if report.clean() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+fn cost(args: &CostArgs) -> ExitCode {
+    if !args.recorded_only {
+        eprintln!(
+            "ctxasm: cost: only --recorded-only is implemented so far (the cache simulator's modeled cost is not wired to the command yet)"
+        );
+        return ExitCode::from(2);
+    }
+    let pricing = match &args.pricing {
+        Some(p) => match ctxasm::cost::pricing::Pricing::load(p) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("ctxasm: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => ctxasm::cost::pricing::Pricing::builtin(),
+    };
+    let disc = args.input.discover();
+    let report = ctxasm::cost::usage::recorded_report(&disc, &args.input.run_options(), &pricing);
+    let code = if args.json {
+        print_json(&serde_json::json!({ "recorded": report.totals, "report": report }))
+    } else {
+        let t = &report.totals;
+        let mut o = String::new();
+        use std::fmt::Write as _;
+        let _ = writeln!(o, "{:<28}{:>16}", "requests", t.requests);
+        let _ = writeln!(o, "{:<28}{:>16}", "input tokens", t.input_tokens);
+        let _ = writeln!(o, "{:<28}{:>16}", "cache write tokens", t.cache_creation_input_tokens);
+        let _ = writeln!(o, "{:<28}{:>16}", "cache read tokens", t.cache_read_input_tokens);
+        let _ = writeln!(o, "{:<28}{:>16}", "output tokens", t.output_tokens);
+        let _ = writeln!(o, "{:<28}{:>16.4}", "cost (USD)", t.cost_usd);
+        let _ = writeln!(o, "{:<28}{:>16}", "unpriced requests", report.unpriced_requests);
+        let _ = writeln!(o, "prices: {} ({})", report.pricing.source, report.pricing.date);
+        match std::io::stdout().lock().write_all(o.as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(2),
+        }
+    };
+    if disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io)) {
+        return ExitCode::from(2);
+    }
+    code
 }
 
 fn profile_extract(args: &ExtractArgs) -> ExitCode {

@@ -379,3 +379,38 @@ fn dump_report() {
     v["wall_seconds"] = serde_json::json!(walls);
     std::fs::write(out, serde_json::to_string(&v).unwrap()).unwrap();
 }
+
+/// `ctxasm cost --recorded-only --json` prints the library's totals; an
+/// unreadable `--pricing` file is an error naming it; without
+/// `--recorded-only` the command says what is not built yet (exit 2).
+#[test]
+fn cli_cost_recorded_only() {
+    let bin = env!("CARGO_BIN_EXE_ctxasm");
+    let root = "tests/fixtures/usage";
+    let out = std::process::Command::new(bin).args(["cost", "--recorded-only", "--json", root]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lib = report(&[root], None);
+    assert_eq!(v["recorded"], serde_json::to_value(lib.totals).unwrap());
+    let keys: Vec<&str> = v["recorded"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "requests",
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+            "cost_usd"
+        ]
+    );
+    let out = std::process::Command::new(bin)
+        .args(["cost", "--recorded-only", "--pricing", "/nonexistent/prices.json", root])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/prices.json"));
+    let out = std::process::Command::new(bin).args(["cost", root]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only --recorded-only is implemented"));
+}
