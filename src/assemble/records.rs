@@ -35,6 +35,7 @@
 //! checked here on all 28 captured sessions (14 per release; for 2.1.88 the
 //! first text block counts, reminder or not).
 
+use super::normalize::with_member;
 use super::{Body, Request};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::json::Json;
@@ -216,17 +217,6 @@ fn user_content<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<&'a [Json<'a>]> {
 
 fn message<'a>(bump: &'a Bump, role: &'static str, content: Json<'a>) -> &'a Json<'a> {
     bump.alloc(Json::Obj(bump.alloc_slice_copy(&[("role", Json::Str(role)), ("content", content)])))
-}
-
-/// `obj` with member `key` set to `value` (replaced in place, else appended).
-fn with_member<'a>(bump: &'a Bump, obj: &Json<'a>, key: &'a str, value: Json<'a>) -> Option<Json<'a>> {
-    let members = obj.as_object()?;
-    let mut out: Vec<(&'a str, Json<'a>)> = members.to_vec();
-    match out.iter_mut().find(|(k, _)| *k == key) {
-        Some(slot) => slot.1 = value,
-        None => out.push((key, value)),
-    }
-    Some(Json::Obj(bump.alloc_slice_copy(&out)))
 }
 
 /// `root` with `cache_control: value` set on the object at `path`.
