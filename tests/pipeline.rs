@@ -51,19 +51,26 @@ fn first_diff(a: &[u8], b: &[u8]) -> String {
 
 #[test]
 fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
+    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.328", |dir| ProfilePrep {
+        profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
+        env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
+        overrides: Overrides::default(),
+    });
+    assert_eq!(total, 29);
+}
+
+/// Assemble every scenario under `fix` in pipeline mode with the prep
+/// `prep_of` gives for it, assert every request equals the wire bytes;
+/// returns how many were compared.
+fn assert_pipeline_byte_equal(fix: &str, prep_of: impl Fn(&Path) -> ProfilePrep) -> usize {
     let mut total = 0;
     let mut failures = Vec::new();
-    for dir in scenarios("tests/fixtures/cc-2.1.328") {
+    for dir in scenarios(fix) {
         let (device, raws) = captured(&dir);
-        let prep = ProfilePrep {
-            profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
-            env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
-            overrides: Overrides::default(),
-        };
         let a = Assembler {
             mode: Mode::Pipeline,
             records: RecordOptions { device_id: device, ..RecordOptions::default() },
-            pipeline: Box::new(prep),
+            pipeline: Box::new(prep_of(&dir)),
         };
         let ours = assemble_all(&dir, &a);
         if ours.len() != raws.len() {
@@ -78,7 +85,7 @@ fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
-    assert_eq!(total, 29);
+    total
 }
 
 /// The message side of the 2.1.88 captures, with the profile-rendered
@@ -196,33 +203,11 @@ fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
     let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
-    let mut failures = Vec::new();
-    let mut total = 0;
-    for dir in scenarios("tests/fixtures/cc-2.1.88") {
-        let (device, raws) = captured(&dir);
-        let prep = ProfilePrep {
-            profile: profile.clone(),
-            env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
-            overrides: overrides_of(&dir),
-        };
-        let a = Assembler {
-            mode: Mode::Pipeline,
-            records: RecordOptions { device_id: device, ..RecordOptions::default() },
-            pipeline: Box::new(prep),
-        };
-        let ours = assemble_all(&dir, &a);
-        if ours.len() != raws.len() {
-            failures.push(format!("{dir:?}: {} requests, wire has {}", ours.len(), raws.len()));
-            continue;
-        }
-        for (n, (a, b)) in ours.iter().zip(&raws).enumerate() {
-            total += 1;
-            if a != b {
-                failures.push(format!("{dir:?} request {n}: {}", first_diff(a, b)));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n\n"));
+    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.88", |dir| ProfilePrep {
+        profile: profile.clone(),
+        env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
+        overrides: overrides_of(dir),
+    });
     assert_eq!(total, 29);
 }
 
