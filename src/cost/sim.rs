@@ -251,11 +251,7 @@ pub fn block_hash(block: &Json<'_>, scratch: &mut Vec<u8>) -> u128 {
 pub fn blocks_of(body: &Body<'_>, tokens: &dyn Fn(&Json<'_>, BlockKind) -> u32) -> Vec<SimBlock> {
     let mut out = Vec::with_capacity(body.messages.len() * 2 + body.system.len() + 32);
     let mut scratch = Vec::new();
-    let mut last_markable = None;
-    let mut push = |out: &mut Vec<SimBlock>, v: &Json<'_>, kind: BlockKind, place: Place| {
-        if can_carry(v) {
-            last_markable = Some(out.len());
-        }
+    for_each_block(body, &mut |v, kind, place| {
         out.push(SimBlock {
             hash: block_hash(v, &mut scratch),
             tokens: tokens(v, kind),
@@ -264,42 +260,188 @@ pub fn blocks_of(body: &Body<'_>, tokens: &dyn Fn(&Json<'_>, BlockKind) -> u32) 
             place,
             pinned: false,
         });
-    };
+    });
+    apply_automatic(body, &mut out);
+    out
+}
+
+/// The estimator's input of one block, kept beside it: serialized bytes
+/// without `cache_control` and without image data, and the image formula's
+/// tokens of the images in it (see [`kind_features`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BlockFeat {
+    pub bytes: u32,
+    pub image_tokens: u32,
+    /// A `thinking` / `redacted_thinking` block.
+    pub thinking: bool,
+}
+
+impl BlockFeat {
+    /// As a feature vector for the block's `kind`.
+    pub fn vector(self, kind: BlockKind) -> [f64; N_KINDS] {
+        let mut f = [0.0; N_KINDS];
+        if kind != BlockKind::Image {
+            f[kind.index()] = f64::from(self.bytes);
+        }
+        f[BlockKind::Image.index()] += f64::from(self.image_tokens);
+        f
+    }
+}
+
+/// [`blocks_of`] with `tokens` left 0 and each block's [`BlockFeat`], from
+/// one serialization per block (the hash covers the image data, the
+/// features do not).
+pub fn blocks_with_features(body: &Body<'_>) -> (Vec<SimBlock>, Vec<BlockFeat>) {
+    let n = body.messages.len() * 2 + body.system.len() + 32;
+    let (mut out, mut feats) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut b = BlockBuilder::default();
+    for_each_block(body, &mut |v, kind, place| b.push(v, kind, place, &mut out, &mut feats));
+    apply_automatic(body, &mut out);
+    (out, feats)
+}
+
+/// Builds [`SimBlock`]s and their [`BlockFeat`]s one segment at a time (a
+/// tool, a system block, a message), for callers that reuse the blocks of a
+/// segment unchanged across requests.
+#[derive(Debug, Default)]
+pub struct BlockBuilder {
+    scratch: Vec<u8>,
+}
+
+impl BlockBuilder {
+    /// Append the block `v`.
+    pub fn push(
+        &mut self,
+        v: &Json<'_>,
+        kind: BlockKind,
+        place: Place,
+        out: &mut Vec<SimBlock>,
+        feats: &mut Vec<BlockFeat>,
+    ) {
+        self.scratch.clear();
+        let mut acc = ImageAcc::default();
+        write_stripped_counting(&mut self.scratch, v, &mut acc);
+        let text = self.scratch.len().saturating_sub(acc.bytes);
+        out.push(SimBlock {
+            hash: xxh3_128(&self.scratch),
+            tokens: 0,
+            ttl: v.get("cache_control").and_then(Ttl::of_cache_control),
+            kind,
+            place,
+            pinned: false,
+        });
+        feats.push(BlockFeat {
+            bytes: u32::try_from(text).unwrap_or(u32::MAX),
+            image_tokens: acc.tokens.ceil().min(f64::from(u32::MAX)) as u32,
+            thinking: matches!(v.get_str("type"), Some("thinking") | Some("redacted_thinking")),
+        });
+    }
+
+    /// Append the blocks of message `m` (a string content is one text block).
+    pub fn push_message(&mut self, m: &Json<'_>, out: &mut Vec<SimBlock>, feats: &mut Vec<BlockFeat>) {
+        message_blocks(m, &mut |v, kind, place| self.push(v, kind, place, out, feats));
+    }
+}
+
+#[derive(Default)]
+struct ImageAcc {
+    tokens: f64,
+    bytes: usize,
+}
+
+/// [`write_stripped`] writing images too, with their tokens and the bytes
+/// they took counted in `acc`.
+fn write_stripped_counting(out: &mut Vec<u8>, v: &Json<'_>, acc: &mut ImageAcc) {
+    match v {
+        Json::Arr(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_stripped_counting(out, item, acc);
+            }
+            out.push(b']');
+        }
+        Json::Obj(_) if v.get_str("type") == Some("image") => {
+            let start = out.len();
+            write_stripped(out, v, None);
+            acc.bytes += out.len() - start;
+            acc.tokens += f64::from(image_block_tokens(v));
+        }
+        Json::Obj(members) => {
+            out.push(b'{');
+            let mut first = true;
+            for (k, val) in members.iter().filter(|(k, _)| *k != "cache_control") {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                jsonout::write_str(out, k);
+                out.push(b':');
+                write_stripped_counting(out, val, acc);
+            }
+            out.push(b'}');
+        }
+        scalar => jsonout::write(out, scalar),
+    }
+}
+
+/// Call `f` on every block of `body` in cache order, with its kind and place.
+fn for_each_block(body: &Body<'_>, f: &mut dyn FnMut(&Json<'_>, BlockKind, Place)) {
     if let Some(Json::Arr(tools)) = body.tools {
         for t in tools.iter() {
-            push(&mut out, t, BlockKind::Tool, Place::Tool);
+            f(t, BlockKind::Tool, Place::Tool);
         }
     }
     for s in &body.system {
-        push(&mut out, s, BlockKind::System, Place::System);
+        f(s, BlockKind::System, Place::System);
     }
     for m in &body.messages {
-        let role = Role::of(m.get_str("role"));
-        match m.get("content") {
-            Some(Json::Str(s)) => {
-                // The string shorthand is one text block (the record replay
-                // sends a one-block message as a string, README "assemble").
-                let members = [("type", Json::Str("text")), ("text", Json::Str(s))];
-                let block = Json::Obj(&members);
-                let kind = if role == Role::System { BlockKind::System } else { BlockKind::Text };
-                push(&mut out, &block, kind, Place::Message { role, first: true });
-            }
-            Some(Json::Arr(items)) => {
-                for (k, it) in items.iter().enumerate() {
-                    push(&mut out, it, kind_of_message_block(it, role), Place::Message { role, first: k == 0 });
-                }
-            }
-            _ => {}
-        }
+        message_blocks(m, f);
     }
+}
+
+/// Call `f` on every block of message `m`.
+fn message_blocks(m: &Json<'_>, f: &mut dyn FnMut(&Json<'_>, BlockKind, Place)) {
+    let role = Role::of(m.get_str("role"));
+    match m.get("content") {
+        Some(Json::Str(s)) => {
+            // The string shorthand is one text block (the record replay
+            // sends a one-block message as a string, README "assemble").
+            let members = [("type", Json::Str("text")), ("text", Json::Str(s))];
+            let block = Json::Obj(&members);
+            let kind = if role == Role::System { BlockKind::System } else { BlockKind::Text };
+            f(&block, kind, Place::Message { role, first: true });
+        }
+        Some(Json::Arr(items)) => {
+            for (k, it) in items.iter().enumerate() {
+                f(it, kind_of_message_block(it, role), Place::Message { role, first: k == 0 });
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A top-level `cache_control` param (automatic caching) marks the last
+/// block that can carry one, unless it is already marked (facts §1.1, §1.2
+/// "Automatic-caching edge cases").
+pub fn apply_automatic(body: &Body<'_>, out: &mut [SimBlock]) {
     let auto = body.params.iter().find(|(k, _)| *k == "cache_control").and_then(|(_, v)| Ttl::of_cache_control(v));
-    if let (Some(ttl), Some(i)) = (auto, last_markable)
-        && let Some(b) = out.get_mut(i)
+    let Some(ttl) = auto else { return };
+    let mut last_markable = None;
+    let mut i = 0;
+    for_each_block(body, &mut |v, _, _| {
+        if can_carry(v) {
+            last_markable = Some(i);
+        }
+        i += 1;
+    });
+    if let Some(b) = last_markable.and_then(|i| out.get_mut(i))
         && b.ttl.is_none()
     {
         b.ttl = Some(ttl);
     }
-    out
 }
 
 // ---------------------------------------------------------------------------
@@ -540,6 +682,25 @@ impl CacheSim {
         };
         self.min_by_model.insert(model.to_string(), v);
         v
+    }
+
+    /// Make the prefix of `req` through block `upto` a live entry, as if a
+    /// request outside the simulation (another session of the account) had
+    /// just written or read it; `false` when it already was live. The TTL is
+    /// the block's own, else 5 m.
+    pub fn warm(&mut self, req: &SimRequest, upto: usize) -> bool {
+        let Some(blocks) = req.blocks.get(..=upto) else { return false };
+        let mut key = xxh3_128_with_seed(req.model.as_bytes(), req.scope);
+        for b in blocks {
+            key = chain(key, b);
+        }
+        let now = req.at_ms;
+        if self.entries.get(&key).is_some_and(|e| e.live(now)) {
+            return false;
+        }
+        let ttl = blocks.last().and_then(|b| b.ttl).unwrap_or_default();
+        self.entries.insert(key, Entry { ttl, ready_ms: now, expires_ms: now + ttl.millis() });
+        true
     }
 
     /// Simulate one request, in time order after the previous ones.
@@ -958,6 +1119,52 @@ fn spread(total: u64, blocks: &mut [SimBlock], at: &[usize]) {
     }
 }
 
+/// One request of a chain whose blocks are stored once, in an arena: it
+/// keeps the first `keep` blocks of the request before it and adds
+/// `arena[added]`; its breakpoints are its own (the same block is marked in
+/// one request and not in the next).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChainStep {
+    pub keep: usize,
+    pub added: std::ops::Range<usize>,
+    /// (position in the request, TTL) of each breakpoint.
+    pub breakpoints: smallvec::SmallVec<[(u32, Ttl); 4]>,
+}
+
+/// [`exact_from_usage`] over a chain stored as an arena and its steps: a
+/// block shared by several requests is one arena entry, so a count pinned
+/// by a later request holds in the earlier ones too.
+pub fn pin_chain(arena: &mut [SimBlock], steps: &[ChainStep], totals: &[Option<u64>]) -> PinReport {
+    let mut report = PinReport::default();
+    let mut cur: Vec<usize> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        cur.truncate(step.keep);
+        cur.extend(step.added.clone());
+        let Some(total) = totals.get(i).copied().flatten() else { continue };
+        report.requests_with_usage += 1;
+        let known: u64 =
+            cur.iter().filter_map(|&p| arena.get(p)).filter(|b| b.pinned).map(|b| u64::from(b.tokens)).sum();
+        open.clear();
+        open.extend(cur.iter().copied().filter(|&p| arena.get(p).is_some_and(|b| !b.pinned)));
+        if total < known || (open.is_empty() && total != known) {
+            report.inconsistent += 1;
+            continue;
+        }
+        if !open.is_empty() {
+            spread(total - known, arena, &open);
+        }
+    }
+    for b in arena.iter() {
+        if b.pinned {
+            report.pinned += 1;
+        } else {
+            report.estimated += 1;
+        }
+    }
+    report
+}
+
 /// Pin block token counts to recorded usage. `requests` are one chain of a
 /// session in order (each request extends the one before); `totals[n]` is
 /// request n's recorded prompt size, `input_tokens + cache_creation_input_tokens
@@ -968,52 +1175,25 @@ fn spread(total: u64, blocks: &mut [SimBlock], at: &[usize]) {
 /// blocks by their estimated weight (the new blocks, and shared ones an
 /// earlier request without usage left estimated — those are updated in the
 /// earlier requests too). Framing tokens the API adds land in the blocks of
-/// the request that introduced them (facts §5 "Overhead").
+/// the request that introduced them (facts §5 "Overhead"). The work is
+/// [`pin_chain`]'s, on the chain stored once.
 pub fn exact_from_usage(requests: &mut [SimRequest], totals: &[Option<u64>]) -> PinReport {
-    let lcp: Vec<usize> = (0..requests.len())
-        .map(|i| if i == 0 { 0 } else { common_prefix(&requests[i - 1].blocks, &requests[i].blocks) })
-        .collect();
-    let mut report = PinReport::default();
+    let mut arena: Vec<SimBlock> = Vec::new();
+    let mut steps: Vec<ChainStep> = Vec::with_capacity(requests.len());
     for i in 0..requests.len() {
-        if i > 0 {
-            let (before, after) = requests.split_at_mut(i);
-            for (cur, prev) in after[0].blocks.iter_mut().zip(&before[i - 1].blocks).take(lcp[i]) {
-                cur.tokens = prev.tokens;
-                cur.pinned = prev.pinned;
-            }
-        }
-        let Some(total) = totals.get(i).copied().flatten() else { continue };
-        report.requests_with_usage += 1;
-        let blocks = &mut requests[i].blocks;
-        let known: u64 = blocks.iter().filter(|b| b.pinned).map(|b| u64::from(b.tokens)).sum();
-        let open: Vec<usize> = (0..blocks.len()).filter(|&p| !blocks[p].pinned).collect();
-        if total < known || (open.is_empty() && total != known) {
-            report.inconsistent += 1;
-            continue;
-        }
-        if open.is_empty() {
-            continue;
-        }
-        spread(total - known, blocks, &open);
-        for &p in open.iter().take_while(|&&p| p < lcp[i]) {
-            let tokens = requests[i].blocks[p].tokens;
-            let mut j = i;
-            while j > 0 && p < lcp[j] {
-                j -= 1;
-                if let Some(b) = requests[j].blocks.get_mut(p) {
-                    b.tokens = tokens;
-                    b.pinned = true;
-                }
-            }
-        }
+        let keep = if i == 0 { 0 } else { common_prefix(&requests[i - 1].blocks, &requests[i].blocks) };
+        let start = arena.len();
+        arena.extend(requests[i].blocks[keep..].iter().cloned());
+        steps.push(ChainStep { keep, added: start..arena.len(), breakpoints: Default::default() });
     }
-    for (i, r) in requests.iter().enumerate() {
-        for b in r.blocks.iter().skip(lcp[i]) {
-            if b.pinned {
-                report.pinned += 1;
-            } else {
-                report.estimated += 1;
-            }
+    let report = pin_chain(&mut arena, &steps, totals);
+    let mut cur: Vec<usize> = Vec::new();
+    for (req, step) in requests.iter_mut().zip(&steps) {
+        cur.truncate(step.keep);
+        cur.extend(step.added.clone());
+        for (b, &p) in req.blocks.iter_mut().zip(&cur) {
+            b.tokens = arena[p].tokens;
+            b.pinned = arena[p].pinned;
         }
     }
     report
@@ -1262,6 +1442,53 @@ mod tests {
 
     fn parse<'a>(bump: &'a Bump, s: &str) -> &'a Json<'a> {
         bump.alloc(LineParser::new().parse(bump, s.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn blocks_with_features_agrees_with_blocks_of_and_kind_features() {
+        let bump = Bump::new();
+        // A 2x3 PNG: the header gives its size; its data counts as image tokens, not bytes.
+        let img = parse(
+            &bump,
+            r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAYAAAC56t6BAAAAEElEQVR4nGNgYPj/H4QZGAA"}}"#,
+        );
+        let text = parse(&bump, r#"{"type":"text","text":"look","cache_control":{"type":"ephemeral"}}"#);
+        let content = Json::Arr(bump.alloc_slice_copy(&[*img, *text]));
+        let m = Json::Obj(bump.alloc_slice_copy(&[("role", Json::Str("user")), ("content", content)]));
+        let sys = parse(&bump, r#"{"type":"text","text":"system text"}"#);
+        let mut body = Body::from_messages(vec![bump.alloc(m)]);
+        body.system = vec![sys];
+        let est = Estimator::uniform(1.0);
+        let by_tokens = blocks_of(&body, &est.tokens_fn());
+        let (blocks, feats) = blocks_with_features(&body);
+        assert_eq!(
+            blocks.iter().map(|b| (b.hash, b.ttl, b.kind)).collect::<Vec<_>>(),
+            by_tokens.iter().map(|b| (b.hash, b.ttl, b.kind)).collect::<Vec<_>>()
+        );
+        let sys_bytes = br#"{"type":"text","text":"system text"}"#.len() as u32;
+        let text_bytes = br#"{"type":"text","text":"look"}"#.len() as u32;
+        assert_eq!(
+            feats,
+            [
+                BlockFeat { bytes: sys_bytes, image_tokens: 0, thinking: false },
+                BlockFeat { bytes: 0, image_tokens: image_tokens(2, 3), thinking: false },
+                BlockFeat { bytes: text_bytes, image_tokens: 0, thinking: false },
+            ]
+        );
+        for ((b, f), t) in blocks.iter().zip(&feats).zip(&by_tokens) {
+            assert_eq!(
+                f.vector(b.kind),
+                kind_features(
+                    match b.kind {
+                        BlockKind::Image => img,
+                        BlockKind::System => sys,
+                        _ => text,
+                    },
+                    b.kind
+                )
+            );
+            assert_eq!(est.estimate_features(&f.vector(b.kind)).ceil() as u32, t.tokens);
+        }
     }
 
     #[test]
