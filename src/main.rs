@@ -270,6 +270,29 @@ struct CostArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write a self-contained HTML report (inline SVG charts) here.
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Also write one JSON line per request here: recorded and modeled
+    /// tokens and cost.
+    #[arg(long, value_name = "FILE")]
+    per_request: Option<PathBuf>,
+    /// A change simulated against the baseline, reported as a delta
+    /// (repeatable): ttl=1h|5m, breakpoints=N, model=NAME,
+    /// system-prompt-growth=BYTES, no-cross-session-cache, boundary=none|tools.
+    #[arg(long = "what-if", value_name = "CHANGE")]
+    what_if: Vec<String>,
+    /// Which sessions share a prompt cache: every session under one projects
+    /// root, of one project, or none.
+    #[arg(long, default_value = "root", value_parser = ["root", "project", "session"])]
+    account: String,
+    /// Pipeline profile for sessions without records: a built-in name
+    /// (cc-2.1.328, seed) or a profile file.
+    #[arg(long, default_value = "cc-2.1.328")]
+    profile: String,
+    /// The sessions' environment (env/ layout) for the pipeline.
+    #[arg(long)]
+    env: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
@@ -566,12 +589,6 @@ fn verify(args: &VerifyArgs) -> ExitCode {
 }
 
 fn cost(args: &CostArgs) -> ExitCode {
-    if !args.recorded_only {
-        eprintln!(
-            "ctxasm: cost: only --recorded-only is implemented so far (the cache simulator's modeled cost is not wired to the command yet)"
-        );
-        return ExitCode::from(2);
-    }
     let pricing = match &args.pricing {
         Some(p) => match ctxasm::cost::pricing::Pricing::load(p) {
             Ok(p) => p,
@@ -582,31 +599,94 @@ fn cost(args: &CostArgs) -> ExitCode {
         },
         None => ctxasm::cost::pricing::Pricing::builtin(),
     };
-    let disc = args.input.discover();
-    let report = ctxasm::cost::usage::recorded_report(&disc, &args.input.run_options(), &pricing);
-    let code = if args.json {
-        print_json(&serde_json::json!({ "recorded": report.totals, "report": report }))
-    } else {
-        let t = &report.totals;
-        let mut o = String::new();
-        use std::fmt::Write as _;
-        let _ = writeln!(o, "{:<28}{:>16}", "requests", t.requests);
-        let _ = writeln!(o, "{:<28}{:>16}", "input tokens", t.input_tokens);
-        let _ = writeln!(o, "{:<28}{:>16}", "cache write tokens", t.cache_creation_input_tokens);
-        let _ = writeln!(o, "{:<28}{:>16}", "cache read tokens", t.cache_read_input_tokens);
-        let _ = writeln!(o, "{:<28}{:>16}", "output tokens", t.output_tokens);
-        let _ = writeln!(o, "{:<28}{:>16.4}", "cost (USD)", t.cost_usd);
-        let _ = writeln!(o, "{:<28}{:>16}", "unpriced requests", report.unpriced_requests);
-        let _ = writeln!(o, "prices: {} ({})", report.pricing.source, report.pricing.date);
-        match std::io::stdout().lock().write_all(o.as_bytes()) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(_) => ExitCode::from(2),
-        }
-    };
-    if disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io)) {
+    if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
+        eprintln!("ctxasm: cost: --html and --what-if need the modeled cost (drop --recorded-only)");
         return ExitCode::from(2);
     }
-    code
+    let disc = args.input.discover();
+    let failed_input = disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io));
+    if args.recorded_only {
+        let report = ctxasm::cost::usage::recorded_report(&disc, &args.input.run_options(), &pricing);
+        let code = if args.json {
+            print_json(&serde_json::json!({ "recorded": report.totals, "report": report }))
+        } else {
+            write_stdout(&ctxasm::cost::report::recorded_table(&report))
+        };
+        return if failed_input { ExitCode::from(2) } else { code };
+    }
+    let what_ifs: Result<Vec<ctxasm::cost::modeled::WhatIf>, String> = args.what_if.iter().map(|w| w.parse()).collect();
+    let what_ifs = match what_ifs {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let prep = match ctxasm::assemble::prep::ProfilePrep::load(&args.profile, args.env.as_deref(), Default::default()) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = ctxasm::cost::modeled::ModelOptions {
+        account: args.account.parse().unwrap_or_default(),
+        what_ifs,
+        prompt_known: prep.profile.has_prompt_text(),
+        ..Default::default()
+    };
+    let assembler = ctxasm::assemble::driver::Assembler {
+        mode: ctxasm::assemble::driver::Mode::Auto,
+        records: Default::default(),
+        pipeline: Box::new(prep),
+    };
+    // Read twice: recorded usage, then assembly.
+    let bar = progress_bar(&disc);
+    if let Some(b) = &bar {
+        b.set_length(2 * disc.total_bytes());
+    }
+    let tick = |bytes: u64| {
+        if let Some(b) = &bar {
+            b.inc(bytes);
+        }
+    };
+    let run = RunOptions { progress: Some(&tick), ..args.input.run_options() };
+    let report = ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, &pricing, &opts);
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    for d in report.diagnostics.iter().take(10) {
+        eprintln!("ctxasm: {d}");
+    }
+    if report.diagnostics.len() > 10 {
+        eprintln!("ctxasm: … {} more diagnostics (all in --json)", report.diagnostics.len() - 10);
+    }
+    if let Some(path) = &args.html
+        && let Err(e) = std::fs::write(path, ctxasm::cost::report::html(&report))
+    {
+        eprintln!("ctxasm: {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
+    if let Some(path) = &args.per_request {
+        let mut text = String::new();
+        for t in &report.turns {
+            text.push_str(&serde_json::to_string(t).unwrap_or_default());
+            text.push('\n');
+        }
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("ctxasm: {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    let code = if args.json { print_json(&report) } else { write_stdout(&ctxasm::cost::report::table(&report)) };
+    if failed_input { ExitCode::from(2) } else { code }
+}
+
+fn write_stdout(text: &str) -> ExitCode {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(_) => ExitCode::from(2),
+    }
 }
 
 fn profile_extract(args: &ExtractArgs) -> ExitCode {

@@ -2,6 +2,9 @@
 //! cache simulator predicts from the assembled requests, and what a change
 //! would do to the bill.
 
+pub mod html;
+pub mod modeled;
 pub mod pricing;
+pub mod report;
 pub mod sim;
 pub mod usage;

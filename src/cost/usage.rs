@@ -328,7 +328,7 @@ fn file_name(p: &Path) -> String {
 }
 
 /// `(session id, project)` of a session (see the module docs).
-fn session_identity(session: &Session<'_, '_>) -> (String, String) {
+pub(crate) fn session_identity(session: &Session<'_, '_>) -> (String, String) {
     if let Some(main) = &session.main {
         let p = &main.file.path;
         let sid = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
