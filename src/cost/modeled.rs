@@ -102,9 +102,10 @@ pub enum Boundary {
 pub enum WhatIf {
     /// Every breakpoint with this TTL (`ttl=1h`, `ttl=5m`).
     Ttl(Ttl),
-    /// At most N breakpoints per request (`breakpoints=N`, 0–4): the
-    /// request's tool / system breakpoints newest first, then the last block
-    /// of each of the last user messages, newest first.
+    /// N breakpoints per request (`breakpoints=N`, 0–4), in this order: the
+    /// last block of the last user message, the request's tool / system
+    /// breakpoints (newest first), the last block of each earlier user
+    /// message (newest first).
     Breakpoints(usize),
     /// Every request sent to this model (`model=NAME`): its price and its
     /// minimum cacheable length; the token counts are kept.
@@ -203,10 +204,11 @@ impl std::str::FromStr for WarmPrefix {
     }
 }
 
-/// The median first-request prompt of the public corpus's main chains
-/// minus their messages (`tests/cost_model.rs` prints it), rounded: what
-/// Claude Code 1.0–2.1 sent as tools + system prompt.
-pub const UNSEEN_PREFIX_DEFAULT: u32 = 15_000;
+/// The unseen prefix of the public corpus's chains, median, rounded
+/// (`ctxasm cost ../shared/corpora/public --json`:
+/// `estimator.unseen_prefix_median` = 11,482 tokens): what Claude Code
+/// 1.0–2.1 sent as tools + system prompt.
+pub const UNSEEN_PREFIX_DEFAULT: u32 = 11_500;
 
 impl Default for ModelOptions {
     fn default() -> Self {
@@ -691,11 +693,12 @@ fn apply_what_if(w: &WhatIf, req: &mut SimRequest, est: &Estimator, max_bps: usi
             for b in req.blocks.iter_mut() {
                 b.ttl = None;
             }
-            let from_messages = user_ends.len().min(n);
-            let from_head = (n - from_messages).min(head.len());
-            let mut chosen: Vec<usize> = user_ends.into_iter().take(n - from_head).collect();
-            chosen.extend(head.iter().rev().take(from_head));
-            for i in chosen {
+            // The last message's, then the tool / system ones, then earlier
+            // user messages'.
+            let mut order: Vec<usize> = user_ends.first().copied().into_iter().collect();
+            order.extend(head.iter().rev());
+            order.extend(user_ends.iter().skip(1));
+            for i in order.into_iter().take(n) {
                 if let Some(b) = req.blocks.get_mut(i) {
                     b.ttl = Some(ttl);
                 }
@@ -1193,7 +1196,7 @@ mod tests {
     }
 
     #[test]
-    fn breakpoints_what_if_marks_newest_user_messages_then_system() {
+    fn breakpoints_what_if_marks_the_last_message_then_system_then_earlier_messages() {
         let m5 = Some(Ttl::FiveMinutes);
         let blocks = vec![
             block(1, 10, None, Place::Tool),
@@ -1213,8 +1216,8 @@ mod tests {
         };
         assert_eq!(marks(0), Vec::<usize>::new());
         assert_eq!(marks(1), [7]);
-        assert_eq!(marks(2), [5, 7]);
-        assert_eq!(marks(3), [2, 5, 7]);
+        assert_eq!(marks(2), [1, 7]);
+        assert_eq!(marks(3), [1, 5, 7]);
         assert_eq!(marks(4), [1, 2, 5, 7]);
     }
 

@@ -23,8 +23,14 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
+/// `+1.2345` / `-1.2345`; a delta that rounds to zero is `+0.0000`.
 fn signed_usd(x: f64) -> String {
-    if x >= 0.0 { format!("+{x:.4}") } else { format!("{x:.4}") }
+    if x.abs() < 0.000_05 { "+0.0000".to_string() } else { format!("{x:+.4}") }
+}
+
+/// `+9.6%`; a delta that rounds to zero is `+0.0%`.
+fn signed_pct(x: f64) -> String {
+    if x.abs() < 0.05 { "+0.0%".to_string() } else { format!("{x:+.1}%") }
 }
 
 /// `cost`: recorded against modeled, accuracy, estimator, what-ifs.
@@ -99,15 +105,15 @@ pub fn table(r: &CostReport) -> String {
     if !r.what_if.is_empty() {
         let _ = writeln!(o);
         let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
-        let _ = writeln!(o, "{:<32}{:>14.4}{:>14}{:>10}", "(baseline)", r.modeled.cost_usd, "", "");
+        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
         for w in &r.what_if {
             let _ = writeln!(
                 o,
-                "{:<32}{:>14.4}{:>14}{:>9.1}%",
+                "{:<32}{:>14.4}{:>14}{:>10}",
                 w.what_if,
                 w.modeled.cost_usd,
                 signed_usd(w.delta_usd),
-                w.delta_pct
+                signed_pct(w.delta_pct)
             );
         }
     }
@@ -118,4 +124,19 @@ pub fn table(r: &CostReport) -> String {
 /// The self-contained HTML report.
 pub fn html(r: &CostReport) -> String {
     super::html::render(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signed_deltas_never_print_minus_zero() {
+        assert_eq!(signed_usd(-0.000_01), "+0.0000");
+        assert_eq!(signed_usd(3.757_71), "+3.7577");
+        assert_eq!(signed_usd(-1.5), "-1.5000");
+        assert_eq!(signed_pct(-0.01), "+0.0%");
+        assert_eq!(signed_pct(9.62), "+9.6%");
+        assert_eq!(signed_pct(-12.94), "-12.9%");
+    }
 }
