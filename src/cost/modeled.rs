@@ -36,6 +36,11 @@
 //!   API drops earlier turns' thinking from the prompt. Those blocks are
 //!   counted as empty and as another prefix from that turn on.
 //!
+//! A request's time is its transcript timestamp: the `api-request`
+//! record's (when it was sent) in record replay, the assistant line's (when
+//! the response was written) in the pipeline, which is later than the start
+//! the TTL counts from (facts §1.4) by the response's duration.
+//!
 //! Accounts: caches are per organization / workspace (facts §1.7), which a
 //! transcript does not record. [`Account::Root`] (the default) takes every
 //! session under one projects root as one account; `no-cross-session-cache`
