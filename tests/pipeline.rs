@@ -211,6 +211,30 @@ fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
     assert_eq!(total, 29);
 }
 
+/// The 2.1.88 WebSearch description names the current month: the extracted
+/// profile holds it as `{{month_year}}`, renders the capture's month back,
+/// and another session's month when the date changes (a capture made on
+/// 2026-12-01 verified byte-equal with the profile of this November one).
+#[test]
+fn extracted_tools_follow_the_session_month() {
+    let fix = Path::new("tests/fixtures/cc-2.1.88");
+    let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
+    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let line = std::fs::read_to_string(fix.join("hello/wire.jsonl")).unwrap();
+    let wire: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    let captured = wire["body"]["tools"].as_array().unwrap();
+    let templated: Vec<usize> =
+        (0..profile.tools.len()).filter(|&i| profile.tools[i].to_string().contains("{{month_year}}")).collect();
+    assert_eq!(templated.len(), 1, "one tool (WebSearch) names the month");
+    assert_eq!(profile.tools[templated[0]]["name"], "WebSearch");
+    let date = wire["body"]["messages"][0].to_string();
+    let day = date.split("Today's date is ").nth(1).map(|s| &s[..10]).unwrap();
+    assert_eq!(&profile.render_tools(Some(day)), captured);
+    let december = profile.render_tools(Some("2026-12-01"));
+    let text = december[templated[0]]["description"].as_str().unwrap();
+    assert!(text.contains("The current month is December 2026."), "{text}");
+}
+
 /// Parsed bodies of `dir`'s sessions assembled by `a`.
 fn bodies(dir: &Path, a: &Assembler) -> Vec<Value> {
     assemble_all(dir, a).iter().map(|b| serde_json::from_slice(b).unwrap()).collect()

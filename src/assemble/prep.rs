@@ -155,7 +155,8 @@ impl PipelinePrep for ProfilePrep {
             append: o.append_system_prompt.clone(),
             ..PromptChoice::default()
         };
-        let tools: Option<Vec<Value>> = o.tools.clone().or_else(|| (!p.tools.is_empty()).then(|| p.tools.clone()));
+        let tools: Option<Vec<Value>> =
+            o.tools.clone().or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())));
         let memory = self.memory(&env, &mut extras);
 
         if p.layout == profile::Layout::Cc2_1_328 && has_shapes {

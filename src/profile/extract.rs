@@ -574,7 +574,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
         git_status,
         user_context: user_context.as_ref().map(|(t, _)| t.clone()),
         skills: skills_template(&cap.first_texts, env),
-        tools: cap.tools.clone(),
+        tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
         params: cap.params.clone(),
         betas: cap.betas.clone(),
         models,
@@ -584,6 +584,24 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)
+}
+
+/// The tools with "The current month is <Month YYYY>" of the capture's
+/// `date` as `{{month_year}}` (see [`super::TOOL_VARS`]).
+fn month_templates(tools: &[Value], date: Option<&str>) -> Vec<Value> {
+    let Some(my) = date.and_then(super::month_year) else { return tools.to_vec() };
+    let from = format!("The current month is {my}");
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            if !text.contains(&from) {
+                return t.clone();
+            }
+            serde_json::from_str(&text.replace(&from, "The current month is {{month_year}}"))
+                .unwrap_or_else(|_| t.clone())
+        })
+        .collect()
 }
 
 fn refs(v: &[String]) -> Vec<&str> {

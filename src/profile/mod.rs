@@ -245,6 +245,31 @@ pub const DYNAMIC_VARS: &[&str] = &[
     "knowledge_cutoff",
     "date",
 ];
+/// Variables of the tool descriptions: `month_year` is the session date's
+/// month, `November 2026` (WebSearch: "The current month is …").
+pub const TOOL_VARS: &[&str] = &["month_year"];
+
+/// `November 2026` for a `YYYY-MM-DD…` date.
+pub fn month_year(date: &str) -> Option<String> {
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let year = date.get(..4).filter(|y| y.bytes().all(|b| b.is_ascii_digit()))?;
+    let month: usize = date.get(5..7)?.parse().ok()?;
+    Some(format!("{} {year}", MONTHS.get(month.checked_sub(1)?)?))
+}
+
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
 /// Variables of the user-context template.
@@ -285,7 +310,8 @@ pub struct Profile {
     /// Skills-listing reminder template.
     #[serde(default)]
     pub skills: Option<SkillsTemplate>,
-    /// The tool list, verbatim.
+    /// The tool list, verbatim but for `{{month_year}}` ([`TOOL_VARS`]):
+    /// the 2.1.88 WebSearch description names the current month.
     #[serde(default)]
     pub tools: Vec<Value>,
     /// Body params after `metadata`, in wire order (`max_tokens`,
@@ -381,6 +407,23 @@ impl Profile {
         self.models.iter().find(|m| m.id == model_id)
     }
 
+    /// The tools for a session on `date` (`YYYY-MM-DD`): [`TOOL_VARS`]
+    /// rendered; a tool without one is cloned as it is.
+    pub fn render_tools(&self, date: Option<&str>) -> Vec<Value> {
+        let my = date.and_then(month_year);
+        self.tools
+            .iter()
+            .map(|t| {
+                let text = t.to_string();
+                if !text.contains("{{month_year}}") {
+                    return t.clone();
+                }
+                let rendered = template::render(&text, &[("month_year", my.as_deref())]);
+                serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
+            })
+            .collect()
+    }
+
     /// Variable bindings of the dynamic sections for `env` and `model_id`.
     /// A model missing from the table is named by its id and has no cutoff
     /// line.
@@ -456,6 +499,22 @@ mod tests {
         std::fs::write(&path, "{\"name\": 1}").unwrap();
         let err = Profile::load(path.to_str().unwrap()).unwrap_err();
         assert!(err.to_string().contains("p.json"), "{err}");
+    }
+
+    #[test]
+    fn month_year_and_tool_rendering() {
+        assert_eq!(month_year("2026-11-30").as_deref(), Some("November 2026"));
+        assert_eq!(month_year("2026-12-01T00:00:00Z").as_deref(), Some("December 2026"));
+        assert_eq!(month_year("2026-13-01"), None);
+        assert_eq!(month_year("20x6-01-01"), None);
+        let mut p = Profile::load("seed").unwrap();
+        p.tools = vec![
+            serde_json::json!({"name": "WebSearch", "description": "The current month is {{month_year}}. Use it."}),
+            serde_json::json!({"name": "Bash", "description": "Run {{cmd}}"}),
+        ];
+        let t = p.render_tools(Some("2026-12-01"));
+        assert_eq!(t[0]["description"], "The current month is December 2026. Use it.");
+        assert_eq!(t[1], p.tools[1]);
     }
 
     #[test]
