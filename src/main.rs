@@ -640,11 +640,7 @@ fn cost(args: &CostArgs) -> ExitCode {
         records: Default::default(),
         pipeline: Box::new(prep),
     };
-    // Read twice: recorded usage, then assembly.
     let bar = progress_bar(&disc);
-    if let Some(b) = &bar {
-        b.set_length(2 * disc.total_bytes());
-    }
     let tick = |bytes: u64| {
         if let Some(b) = &bar {
             b.inc(bytes);

@@ -266,6 +266,8 @@ struct SessionIn {
     by_pipeline: bool,
     unseen_prompt: bool,
     diagnostics: Vec<Diagnostic>,
+    /// The session's usage lines, for the corpus-wide recorded count.
+    usage_lines: usage::FileCandidates,
 }
 
 /// Models that keep earlier turns' thinking in the prompt (facts §1.5: the
@@ -418,6 +420,7 @@ fn session_blocks<'a>(
     });
     let unseen_prompt = out.by_pipeline && !has_shapes && !opts.prompt_known;
     let sin = SessionIn {
+        usage_lines: Vec::new(),
         scope_root: scope_of(&["root", &root]),
         scope_project: scope_of(&["project", &project_path]),
         scope_session: scope_of(&["session", &project_path, &session_id]),
@@ -428,7 +431,8 @@ fn session_blocks<'a>(
         diagnostics: out.diagnostics,
     };
     // Recorded usage by message id; api-request id → message id.
-    let recorded = usage::recorded_requests(session);
+    let lines = usage::session_usage_lines(session);
+    let recorded = usage::dedup_files(lines.clone());
     let mut by_message: FxHashMap<&str, TokenCounts> = FxHashMap::default();
     for r in &recorded {
         if let Some(m) = r.message_id.as_deref() {
@@ -524,6 +528,11 @@ fn session_blocks<'a>(
         }
         chains.push(chain);
     }
+    drop(by_message);
+    drop(by_request_ref);
+    drop(recorded);
+    let mut sin = sin;
+    sin.usage_lines = lines;
     (sin, chains)
 }
 
@@ -983,8 +992,7 @@ pub fn cost_report(
     pricing: &Pricing,
     opts: &ModelOptions,
 ) -> CostReport {
-    let recorded = usage::recorded_report(disc, run, pricing);
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = disc.diagnostics.clone();
     let mut sessions: Vec<SessionIn> = Vec::new();
     let mut chains: Vec<ChainIn> = Vec::new();
     for result in for_each_session_of(disc, &disc.groups, run, |bump, s| session_blocks(bump, s, assembler, opts)) {
@@ -1000,6 +1008,16 @@ pub fn cost_report(
             Err(d) => diagnostics.push(d),
         }
     }
+    // The corpus-wide recorded usage: the same lines, the global rule
+    // (what `cost --recorded-only` counts), from this one read.
+    let mut lines = Vec::new();
+    for s in &mut sessions {
+        lines.append(&mut s.usage_lines);
+    }
+    let mut recorded_requests = usage::dedup_files(lines);
+    usage::price_requests(&mut recorded_requests, pricing);
+    let recorded = usage::RecordedReport::from_requests(&recorded_requests, pricing, Vec::new());
+    drop(recorded_requests);
     for s in &mut sessions {
         diagnostics.append(&mut s.diagnostics);
     }
@@ -1050,7 +1068,6 @@ pub fn cost_report(
         estimator,
         ..CostReport::default()
     };
-    diagnostics.extend(recorded.diagnostics);
     rep.diagnostics = diagnostics;
     let mut read_pairs = Vec::new();
     let mut write_pairs = Vec::new();

@@ -205,7 +205,8 @@ pub fn price_requests(requests: &mut [RecordedRequest], pricing: &Pricing) {
 
 /// One usage line while the rule runs: the request it would be, and the
 /// fields the rule compares.
-struct Candidate {
+#[derive(Debug, Clone)]
+pub struct Candidate {
     req: RecordedRequest,
     /// The line's `sessionId`, else the request's session.
     line_session: String,
@@ -216,7 +217,22 @@ struct Candidate {
 /// The requests of one session, each once (the rule of the module docs,
 /// within the session), in file-path then line order; not priced.
 pub fn recorded_requests(session: &Session<'_, '_>) -> Vec<RecordedRequest> {
-    let mut files = session_candidates(session);
+    dedup_files(session_candidates(session))
+}
+
+/// The usage lines of each file of a session (for [`dedup_files`]).
+pub type FileCandidates = Vec<(std::path::PathBuf, Vec<Candidate>)>;
+
+/// The usage lines of `session`, by file, before the rule runs: callers
+/// that read each session once keep these and run [`dedup_files`] on the
+/// session's (its requests) and on the corpus's (the global count).
+pub fn session_usage_lines(session: &Session<'_, '_>) -> FileCandidates {
+    session_candidates(session)
+}
+
+/// The rule of the module docs over `files` in path order, then line order;
+/// not priced.
+pub fn dedup_files(mut files: FileCandidates) -> Vec<RecordedRequest> {
     files.sort_by(|a, b| path_bytes(&a.0).cmp(path_bytes(&b.0)));
     dedup(files.into_iter().flat_map(|(_, c)| c))
 }
@@ -230,15 +246,14 @@ pub fn recorded_requests_corpus(
     pricing: &Pricing,
 ) -> (Vec<RecordedRequest>, Vec<Diagnostic>) {
     let mut diagnostics = disc.diagnostics.clone();
-    let mut files: Vec<(std::path::PathBuf, Vec<Candidate>)> = Vec::new();
+    let mut files: FileCandidates = Vec::new();
     for result in for_each_session(disc, run, session_candidates) {
         match result {
             Ok(per_file) => files.extend(per_file),
             Err(diag) => diagnostics.push(diag),
         }
     }
-    files.sort_by(|a, b| path_bytes(&a.0).cmp(path_bytes(&b.0)));
-    let mut requests = dedup(files.into_iter().flat_map(|(_, c)| c));
+    let mut requests = dedup_files(files);
     price_requests(&mut requests, pricing);
     (requests, diagnostics)
 }
@@ -248,7 +263,7 @@ fn path_bytes(p: &Path) -> &[u8] {
 }
 
 /// Every usage line of each file of the session, with the file's path.
-fn session_candidates(session: &Session<'_, '_>) -> Vec<(std::path::PathBuf, Vec<Candidate>)> {
+fn session_candidates(session: &Session<'_, '_>) -> FileCandidates {
     let (session_id, project) = session_identity(session);
     session
         .files()
