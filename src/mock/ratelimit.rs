@@ -104,7 +104,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -191,7 +191,11 @@ impl Limits {
     pub fn headers(&mut self, now: Instant, clock: &Clock) -> Vec<(&'static str, String)> {
         self.refill(now);
         let mut out = Vec::with_capacity(12);
-        let reset = |secs: f64| rfc3339(clock.ms_after(Duration::from_secs_f64(secs.max(0.0))), false);
+        // Whole seconds, rounded up: the bucket is full by then.
+        let reset = |secs: f64| {
+            let ms = clock.ms_after(Duration::from_secs_f64(secs.max(0.0)));
+            rfc3339(ms.div_ceil(1000) * 1000, false)
+        };
         let mut push = |names: [&'static str; 3], b: &Bucket| {
             out.push((names[0], b.limit.to_string()));
             out.push((names[1], b.remaining().to_string()));

@@ -176,7 +176,7 @@ impl FromStr for Latency {
         };
         if let Some(mean) = t.strip_prefix("exp:") {
             return match mean.trim().parse::<f64>() {
-                Ok(m) if m.is_finite() && m >= 0.0 && m <= MAX_LATENCY_MS => Ok(Latency::Exp { mean: m }),
+                Ok(m) if (0.0..=MAX_LATENCY_MS).contains(&m) => Ok(Latency::Exp { mean: m }),
                 _ => Err(err(format!("mean `{}` is not a number of ms between 0 and 600000", mean.trim()))),
             };
         }
