@@ -115,17 +115,10 @@ async fn write_lines(mut rx: mpsc::Receiver<Msg>, file: tokio::fs::File) -> Resu
     Ok(lines)
 }
 
-#[derive(serde::Serialize)]
-struct RecordLine<'a> {
-    method: &'a str,
-    path: &'a str,
-    headers: Map<String, Value>,
-    raw_b64: String,
-    body: Option<&'a Value>,
-    reply_rule: Option<usize>,
-}
-
-/// The record line of one request (with its trailing newline).
+/// The record line of one request (with its trailing newline). `body` is
+/// the parsed `raw`, if it parsed: its bytes are then written as they came
+/// (the same JSON, without re-serializing a large body), unless they hold a
+/// line break, which a JSONL line cannot.
 pub fn line(
     method: &str,
     path: &str,
@@ -144,17 +137,53 @@ pub fn line(
             headers.get_all(name).iter().map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()).collect();
         h.insert(n.to_string(), Value::from(values.join(", ")));
     }
-    let rec = RecordLine {
-        method,
-        path,
-        headers: h,
-        raw_b64: base64::engine::general_purpose::STANDARD.encode(raw),
-        body,
-        reply_rule,
-    };
-    let mut out = Vec::with_capacity(raw.len() * 3 + 512);
-    // Writing a Value to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, &rec);
-    out.push(b'\n');
+    let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
+    let mut out = Vec::with_capacity(raw.len() + b64.len() + 1024);
+    // Writing JSON values to a Vec cannot fail.
+    out.extend_from_slice(b"{\"method\":");
+    let _ = serde_json::to_writer(&mut out, method);
+    out.extend_from_slice(b",\"path\":");
+    let _ = serde_json::to_writer(&mut out, path);
+    out.extend_from_slice(b",\"headers\":");
+    let _ = serde_json::to_writer(&mut out, &h);
+    out.extend_from_slice(b",\"raw_b64\":\"");
+    out.extend_from_slice(b64.as_bytes());
+    out.extend_from_slice(b"\",\"body\":");
+    match body {
+        Some(_) if !raw.iter().any(|&c| c == b'\n' || c == b'\r') => out.extend_from_slice(raw.trim_ascii()),
+        Some(v) => {
+            let _ = serde_json::to_writer(&mut out, v);
+        }
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"reply_rule\":");
+    match reply_rule {
+        Some(i) => out.extend_from_slice(i.to_string().as_bytes()),
+        None => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b"}\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_json_with_the_body_as_parsed() {
+        let mut h = HeaderMap::new();
+        h.insert("x-api-key", "secret".parse().unwrap());
+        h.insert("anthropic-version", "2023-06-01".parse().unwrap());
+        for raw in [&b" {\"a\": [1, 2.50]} "[..], b"{\"a\":\n1}", b"nope", b""] {
+            let parsed: Option<Value> = serde_json::from_slice(raw).ok();
+            let l = line("POST", "/v1/messages?beta=true", &h, raw, parsed.as_ref(), Some(2));
+            assert_eq!(l.iter().filter(|&&c| c == b'\n').count(), 1);
+            let v: Value = serde_json::from_slice(&l).unwrap();
+            assert_eq!(v["body"], parsed.unwrap_or(Value::Null));
+            assert_eq!(v["headers"], serde_json::json!({"anthropic-version": "2023-06-01"}));
+            assert_eq!(v["reply_rule"], 2);
+            let b64 = base64::engine::general_purpose::STANDARD.decode(v["raw_b64"].as_str().unwrap()).unwrap();
+            assert_eq!(b64, raw);
+        }
+    }
 }
