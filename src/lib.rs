@@ -17,6 +17,7 @@ pub mod jsonout;
 pub mod memory;
 pub mod model;
 pub mod profile;
+pub mod send;
 pub mod stats;
 pub mod verify;
 pub mod write;
