@@ -1039,7 +1039,11 @@ fn send(args: &SendArgs) -> ExitCode {
             opts.results.display(),
             r.lines,
             run.summary.already_done,
-            if r.torn_bytes > 0 { format!("; a torn last line of {} bytes was cut off", r.torn_bytes) } else { String::new() }
+            if r.torn_bytes > 0 {
+                format!("; a torn last line of {} bytes was cut off", r.torn_bytes)
+            } else {
+                String::new()
+            }
         );
     }
     for (line, id) in r.duplicates.iter().take(5) {

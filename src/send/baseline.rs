@@ -30,7 +30,8 @@ pub async fn run(
     let client = Client::new(client)?;
     let (file, resume) = journal::open(results)?;
     let (todo, base) = pending(input, &resume);
-    let handle = journal::spawn(Writer::new(file, results, resume.done.keys().cloned())).map_err(SendError::JournalWrite)?;
+    let handle =
+        journal::spawn(Writer::new(file, results, resume.done.keys().cloned())).map_err(SendError::JournalWrite)?;
     let todo: Arc<[Request]> = todo.into();
     let next = Arc::new(AtomicUsize::new(0));
     let summary = Arc::new(Mutex::new(base));
@@ -42,7 +43,7 @@ pub async fn run(
             loop {
                 let Some(req) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else { return };
                 let mut attempts = 0u32;
-                let (rec, rate_limited) = loop {
+                let rec = loop {
                     let t0 = Instant::now();
                     let result = client.send_message(req.body.clone()).await;
                     let latency_ms = t0.elapsed().as_millis() as u64;
@@ -76,11 +77,10 @@ pub async fn run(
                         s.rate_limited += 1;
                     }
                     match decision {
-                        Decision::Final => break (rec, limited),
+                        Decision::Final => break rec,
                         Decision::Retry(wait) => tokio::time::sleep(wait).await,
                     }
                 };
-                let _ = rate_limited;
                 if let Ok(mut s) = summary.lock() {
                     s.attempts += u64::from(rec.attempts);
                     s.retries += u64::from(rec.attempts - 1);

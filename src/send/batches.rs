@@ -82,8 +82,7 @@ pub fn batch_params(req: &Request) -> Result<Vec<u8>, String> {
     if memchr::memmem::find(body, b"\"stream\"").is_none() {
         return Ok(body.to_vec());
     }
-    let mut v: serde_json::Map<String, Value> =
-        serde_json::from_slice(body).map_err(|e| format!("params: {e}"))?;
+    let mut v: serde_json::Map<String, Value> = serde_json::from_slice(body).map_err(|e| format!("params: {e}"))?;
     v.remove("stream");
     serde_json::to_vec(&v).map_err(|e| format!("params: {e}"))
 }
@@ -99,10 +98,8 @@ pub fn split(input: &Input, limits: Split) -> (Vec<Chunk>, Vec<InputError>) {
     for req in &input.requests {
         let err = |message: String| InputError { file: input.shown.clone(), line: req.line, message };
         if !valid_custom_id(&req.custom_id) {
-            errors.push(err(format!(
-                "custom_id {:?} is not valid in a batch (^[a-zA-Z0-9_-]{{1,64}}$)",
-                req.custom_id
-            )));
+            errors
+                .push(err(format!("custom_id {:?} is not valid in a batch (^[a-zA-Z0-9_-]{{1,64}}$)", req.custom_id)));
             continue;
         }
         let params = match batch_params(req) {
@@ -119,7 +116,11 @@ pub fn split(input: &Input, limits: Split) -> (Vec<Chunk>, Vec<InputError>) {
         item.extend_from_slice(&params);
         item.push(b'}');
         if HEAD.len() + item.len() + 2 > limits.bytes {
-            errors.push(err(format!("request of {} bytes is larger than a batch ({} bytes)", item.len(), limits.bytes)));
+            errors.push(err(format!(
+                "request of {} bytes is larger than a batch ({} bytes)",
+                item.len(),
+                limits.bytes
+            )));
             continue;
         }
         if let Some(c) = &cur
@@ -194,10 +195,8 @@ pub async fn submit(
 }
 
 fn http_error(what: String, status: u16, error: &Value) -> BatchError {
-    let message = error
-        .pointer("/error/message")
-        .and_then(Value::as_str)
-        .map_or_else(|| error.to_string(), str::to_string);
+    let message =
+        error.pointer("/error/message").and_then(Value::as_str).map_or_else(|| error.to_string(), str::to_string);
     BatchError::Http { what, status, message }
 }
 
@@ -218,8 +217,8 @@ pub fn append_state(path: &Path, s: &Submitted, input: &str, endpoint: &str) -> 
 
 /// The batch ids of a state file, in order (each once).
 pub fn read_state(path: &Path) -> Result<Vec<String>, BatchError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| BatchError::Io(format!("state file {}: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| BatchError::Io(format!("state file {}: {e}", path.display())))?;
     let mut ids: Vec<String> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -309,7 +308,14 @@ pub fn result_record(line: &Value) -> Result<Record, String> {
     let custom_id = line.get("custom_id").and_then(Value::as_str).ok_or("no custom_id")?.to_string();
     let result = line.get("result").ok_or("no result")?;
     let kind = result.get("type").and_then(Value::as_str).ok_or("no result.type")?;
-    let rec = |status, usage, outcome| Record { custom_id: custom_id.clone(), status, attempts: 1, latency_ms: 0, usage, outcome };
+    let rec = |status, usage, outcome| Record {
+        custom_id: custom_id.clone(),
+        status,
+        attempts: 1,
+        latency_ms: 0,
+        usage,
+        outcome,
+    };
     Ok(match kind {
         "succeeded" => {
             let message = result.get("message").cloned().ok_or("succeeded without a message")?;
@@ -406,7 +412,9 @@ mod tests {
     fn input(n: usize, extra: &str) -> Input {
         let mut text = String::new();
         for i in 0..n {
-            text.push_str(&format!("{{\"custom_id\":\"r{i}\",\"params\":{{\"model\":\"m\",\"max_tokens\":1{extra}}}}}\n"));
+            text.push_str(&format!(
+                "{{\"custom_id\":\"r{i}\",\"params\":{{\"model\":\"m\",\"max_tokens\":1{extra}}}}}\n"
+            ));
         }
         super::super::input::parse(bytes::Bytes::from(text), "in.jsonl")
     }

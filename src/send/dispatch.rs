@@ -63,7 +63,11 @@ struct Job {
 
 enum Event {
     Retry(Job),
-    Done { status: u16, ok: bool, latency_ms: u64 },
+    Done {
+        status: u16,
+        ok: bool,
+        latency_ms: u64,
+    },
     /// Dropped while on the wire or waiting to be retried.
     Interrupted,
 }
@@ -130,8 +134,9 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
     let mut stop = stop_rx.clone();
     let mut latencies = Vec::with_capacity(requests.len());
 
-    let mut handle = |ev: Event, summary: &mut Summary, ready: &mut VecDeque<Job>, outstanding: &mut usize, draining: bool| {
-        match ev {
+    let mut handle =
+        |ev: Event, summary: &mut Summary, ready: &mut VecDeque<Job>, outstanding: &mut usize, draining: bool| match ev
+        {
             Event::Retry(job) if !draining => ready.push_back(job),
             Event::Retry(_) | Event::Interrupted => {
                 summary.interrupted += 1;
@@ -147,8 +152,7 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
                 }
                 latencies.push(latency_ms);
             }
-        }
-    };
+        };
 
     loop {
         if shared.journal.failed() {

@@ -42,7 +42,8 @@ pub fn estimate(input: &Input, pricing: &Pricing) -> Vec<ModelRow> {
 pub fn render(rows: &[ModelRow]) -> String {
     let width = rows.iter().map(|r| r.model.len()).chain([5]).max().unwrap_or(5);
     let mut o = String::new();
-    let _ = writeln!(o, "{:<width$}  {:>9}  {:>17}  {:>14}", "model", "requests", "est. input tokens", "est. input USD");
+    let _ =
+        writeln!(o, "{:<width$}  {:>9}  {:>17}  {:>14}", "model", "requests", "est. input tokens", "est. input USD");
     let cost = |c: Option<f64>| c.map_or_else(|| "unpriced".to_string(), |c| format!("{c:.6}"));
     for r in rows {
         let _ = writeln!(o, "{:<width$}  {:>9}  {:>17}  {:>14}", r.model, r.requests, r.input_tokens, cost(r.cost_usd));
@@ -81,10 +82,7 @@ mod tests {
         assert_eq!(rows[0].cost_usd, Some(22.0 * 1.0 / 1e6));
         assert_eq!(rows[1].cost_usd, None);
         let t = render(&rows);
-        assert_eq!(
-            t.lines().next().unwrap(),
-            "model              requests  est. input tokens  est. input USD"
-        );
+        assert_eq!(t.lines().next().unwrap(), "model              requests  est. input tokens  est. input USD");
         assert!(t.contains("total                     3                 27       0.000022+\n"), "{t}");
     }
 }

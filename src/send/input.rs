@@ -185,7 +185,13 @@ fn parse_line(data: &Bytes, line: &[u8]) -> Result<Request, String> {
         Some(serde_json::Value::Bool(true)) => true,
         Some(other) => return Err(format!("params.stream must be a boolean, got {other}")),
     };
-    Ok(Request { custom_id: parsed.custom_id.into_owned(), line: 0, body: data.slice_ref(raw.as_bytes()), model, stream })
+    Ok(Request {
+        custom_id: parsed.custom_id.into_owned(),
+        line: 0,
+        body: data.slice_ref(raw.as_bytes()),
+        model,
+        stream,
+    })
 }
 
 #[cfg(test)]

@@ -64,7 +64,11 @@ impl Record {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(b"{\"custom_id\":");
         crate::jsonout::write_str(&mut out, &self.custom_id);
-        let _ = write!(out, ",\"status\":{},\"attempts\":{},\"latency_ms\":{},\"usage\":", self.status, self.attempts, self.latency_ms);
+        let _ = write!(
+            out,
+            ",\"status\":{},\"attempts\":{},\"latency_ms\":{},\"usage\":",
+            self.status, self.attempts, self.latency_ms
+        );
         match &self.usage {
             Some(u) => write_value(&mut out, u),
             None => out.extend_from_slice(b"null"),
@@ -180,7 +184,13 @@ pub struct Writer {
 impl Writer {
     /// `done`: the ids already in the file (from [`open`]).
     pub fn new(file: File, path: &Path, done: impl IntoIterator<Item = String>) -> Writer {
-        Writer { file, path: path.to_path_buf(), buf: Vec::with_capacity(64 << 10), pending: 0, ids: done.into_iter().collect() }
+        Writer {
+            file,
+            path: path.to_path_buf(),
+            buf: Vec::with_capacity(64 << 10),
+            pending: 0,
+            ids: done.into_iter().collect(),
+        }
     }
 
     /// Queue a line; `Ok(false)` when its `custom_id` is already written

@@ -66,10 +66,7 @@ impl Summary {
     /// The line printed at the end of every run.
     pub fn line(&self, command: &str) -> String {
         let ms = |p: f64| self.percentile_ms(p).map_or_else(|| "-".to_string(), |v| format!("{v} ms"));
-        let mut s = format!(
-            "ctxasm: {command}: {} requests: {} ok, {} failed",
-            self.requests, self.ok, self.failed
-        );
+        let mut s = format!("ctxasm: {command}: {} requests: {} ok, {} failed", self.requests, self.ok, self.failed);
         if self.already_done > 0 {
             s.push_str(&format!(", {} already in the journal", self.already_done));
         }
@@ -176,7 +173,10 @@ mod tests {
             let s = rfc3339(t);
             assert_eq!(crate::cost::sim::parse_timestamp_ms(&s), Some(ms), "{s}");
         }
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
+            "2023-11-14T22:13:20.123Z"
+        );
     }
 
     #[test]

@@ -158,7 +158,8 @@ impl MessageBuilder {
                     self.partial_json.get_mut(i).ok_or("delta before its block")?.push_str(part);
                     return Ok(());
                 }
-                let block = self.content()?.get_mut(i).and_then(Value::as_object_mut).ok_or("delta before its block")?;
+                let block =
+                    self.content()?.get_mut(i).and_then(Value::as_object_mut).ok_or("delta before its block")?;
                 let append = |block: &mut Map<String, Value>, key: &str| {
                     let add = delta.get(key).and_then(Value::as_str).unwrap_or("");
                     match block.get_mut(key) {
@@ -257,7 +258,11 @@ impl MessageBuilder {
 }
 
 fn index(data: &Value) -> Result<usize, String> {
-    data.get("index").and_then(Value::as_u64).map(|i| i as usize).filter(|&i| i < 10_000).ok_or_else(|| "no index".into())
+    data.get("index")
+        .and_then(Value::as_u64)
+        .map(|i| i as usize)
+        .filter(|&i| i < 10_000)
+        .ok_or_else(|| "no index".into())
 }
 
 /// Parse a whole SSE body (tests, and replies read at once).
