@@ -258,6 +258,9 @@ async fn rpm_120_on_150_requests() {
     rpm_run(120, 150).await;
 }
 
+/// Without header adaptation (`--no-adapt`) the client's own `--rpm 6000`
+/// overruns the server's 120/min: the 429s are retried after their
+/// retry-after, and each one pauses every send.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
     let dir = tempfile::tempdir().unwrap();
@@ -268,6 +271,8 @@ async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
     let opts = ctxasm::send::SendOptions {
         limits: Limits { rpm: Some(6000), ..Limits::default() },
         concurrency: 8,
+        adapt: false,
+        max_attempts: 30,
         ..options(&endpoint(&server), &results)
     };
     let run = send_in_process(&opts, &input).await;
@@ -278,13 +283,36 @@ async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
     let limited = stats.by_status.get(&429).copied().unwrap_or(0);
     assert!(limited >= 1, "the server's limit was hit: {:?}", stats.by_status);
     assert_eq!(run.summary.rate_limited, limited);
-    // A 429 pauses every new send until its retry-after (≥ 1 s from the
-    // mock): the arrivals show that gap, and the client then follows the
-    // server's limit (from its headers), so 429s stay few.
+    assert_eq!(stats.requests, n as u64 + limited);
+    // A 429 pauses every new send until its retry-after (whole seconds,
+    // ≥ 1, from the mock): the arrivals show those gaps.
     let arrivals = messages_arrivals(&stats);
-    let gap = arrivals.windows(2).map(|w| w[1] - w[0]).max().unwrap();
-    assert!(gap >= 950, "largest gap {gap} ms");
-    assert!(limited <= 8, "{limited} 429s");
+    let gaps = arrivals.windows(2).filter(|w| w[1] - w[0] >= 950).count();
+    assert!(gaps >= 1, "no pause after a 429");
+    // At most the requests already on the wire arrive in a pause: between
+    // two pauses, ≤ concurrency + the server's refill.
+    assert!(limited <= 8 * (gaps as u64 + 1), "{limited} 429s for {gaps} pauses");
+}
+
+/// With no client limit, the server's `anthropic-ratelimit-requests-*`
+/// headers set one: no 429, and the arrivals follow a 600/min bucket after
+/// the first replies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_limit_headers_are_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 60;
+    let input = batch_file(dir.path(), n);
+    let server = MockServer::start(MockConfig { rpm: Some(600), ..mock_config() }).await.unwrap();
+    let results = dir.path().join("results.jsonl");
+    let opts = ctxasm::send::SendOptions { concurrency: 8, ..options(&endpoint(&server), &results) };
+    let run = send_in_process(&opts, &input).await;
+    let stats = server.shutdown().await.unwrap();
+    assert_eq!(run.summary.ok, n as u64);
+    assert_eq!(stats.by_status.get(&429), None);
+    // Before the first reply: `concurrency` requests; then a full bucket of 10.
+    assert_bucket(&messages_arrivals(&stats), 600.0, 8.0 + 10.0);
+    let span = run.summary.elapsed.as_secs_f64();
+    assert!(span > 3.5, "{span} s: the learned limit was not applied");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -176,6 +176,12 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
             Job { index: next - 1, attempts: 0 }
         } else if outstanding == 0 {
             break;
+        } else if *stop_rx.borrow() == Stop::Abort {
+            // Everything is being cancelled: just collect the ends.
+            if let Some(ev) = ev_rx.recv().await {
+                handle(ev, &mut summary, &mut ready, &mut outstanding, true);
+            }
+            continue;
         } else {
             tokio::select! {
                 ev = ev_rx.recv() => if let Some(ev) = ev {
