@@ -15,6 +15,7 @@ pub mod env;
 pub mod input;
 pub mod jsonout;
 pub mod memory;
+pub mod mock;
 pub mod model;
 pub mod profile;
 pub mod send;

@@ -44,6 +44,9 @@ enum Command {
     /// The same requests through the Message Batches API.
     #[command(subcommand)]
     Batch(BatchCommand),
+    /// Serve a local stand-in for the Anthropic Messages API (rate limits,
+    /// faults, latency, scripted replies, Message Batches, a request record).
+    MockServer(MockServerArgs),
     /// Speed baseline for scripts/bench-compare: parse every line with
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
@@ -441,6 +444,49 @@ struct CostArgs {
     env: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct MockServerArgs {
+    /// Address to listen on (port 0 = any free port; the first line printed
+    /// is `listening on ADDR` with the real port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: std::net::SocketAddr,
+    /// Requests per minute (token bucket refilled continuously).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    rpm: Option<u64>,
+    /// Input tokens per minute (input + cache writes; cache reads are free).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    itpm: Option<u64>,
+    /// Output tokens per minute.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    otpm: Option<u64>,
+    /// Injected faults: KIND=P,… with KIND an HTTP status (400–599), drop or
+    /// slow, e.g. 529=0.05,500=0.02,drop=0.01,slow=0.05.
+    #[arg(long = "fail", value_name = "SPEC")]
+    fail: Option<ctxasm::mock::Faults>,
+    /// Latency of every reply in ms: 50 (fixed), 20-200 (uniform) or exp:40
+    /// (exponential with that mean).
+    #[arg(long = "latency-ms", value_name = "SPEC", default_value = "0")]
+    latency_ms: ctxasm::mock::Latency,
+    /// Extra delay of a `slow` fault, in ms.
+    #[arg(long, default_value_t = 5000)]
+    slow_ms: u64,
+    /// Seed of the fault and latency draws.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Append every request to this file as one JSON line (wire.jsonl format).
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// Reply rules (the rule list of mock_anthropic.py, or a scenario.json).
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
+    /// How long a message batch stays in_progress, in ms.
+    #[arg(long, default_value_t = 2000)]
+    batch_delay_ms: u64,
+    /// usage.output_tokens of a reply when no rule sets it.
+    #[arg(long, default_value_t = 32)]
+    output_tokens: u32,
+}
+
 #[derive(Subcommand)]
 enum ProfileCommand {
     /// Write a profile (static prompt text, tools, params, templates of the
@@ -498,11 +544,101 @@ fn main() -> ExitCode {
         Command::Send(args) => send(&args),
         Command::Batch(cmd) => batch(&cmd),
         Command::BenchSendBaseline(args) => send_baseline(&args),
+        Command::MockServer(args) => mock_server(args),
         Command::BenchBaseline(args) => {
             let disc = args.discover();
             let report = ctxasm::baseline::owned_dom(&disc, args.threads, &args.source());
             print_json(&report)
         }
+    }
+}
+
+fn mock_server(args: MockServerArgs) -> ExitCode {
+    let script = match &args.script {
+        Some(p) => match ctxasm::mock::load_script(p) {
+            Ok(rules) => rules,
+            Err(e) => {
+                eprintln!("ctxasm mock-server: --script: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => Vec::new(),
+    };
+    let cfg = ctxasm::mock::MockConfig {
+        addr: args.addr,
+        rpm: args.rpm,
+        itpm: args.itpm,
+        otpm: args.otpm,
+        faults: args.fail.unwrap_or_default(),
+        latency: args.latency_ms,
+        slow_ms: args.slow_ms,
+        seed: args.seed,
+        record: args.record,
+        script,
+        batch_delay: Duration::from_millis(args.batch_delay_ms),
+        output_tokens: args.output_tokens,
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ctxasm mock-server: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(run_mock_server(cfg))
+}
+
+async fn run_mock_server(cfg: ctxasm::mock::MockConfig) -> ExitCode {
+    let record = cfg.record.clone();
+    let server = match ctxasm::mock::MockServer::start(cfg).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ctxasm mock-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    {
+        let mut out = std::io::stdout().lock();
+        if writeln!(out, "listening on {}", server.addr()).and_then(|()| out.flush()).is_err() {
+            eprintln!("ctxasm mock-server: cannot write to stdout");
+        }
+    }
+    if let Err(e) = stop_signal().await {
+        eprintln!("ctxasm mock-server: cannot wait for signals: {e}; stopping");
+    }
+    match server.shutdown().await {
+        Ok(st) => {
+            let statuses: Vec<String> = st.by_status.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+            let record = record.map(|p| format!("; recorded to {}", p.display())).unwrap_or_default();
+            eprintln!(
+                "ctxasm mock-server: {} requests ({}), {} dropped, {} rate-limited{record}",
+                st.requests,
+                statuses.join(", "),
+                st.dropped,
+                st.rate_limited
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ctxasm mock-server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn stop_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
     }
 }
 

@@ -510,7 +510,7 @@ fn usage_and_input_errors_exit_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.jsonl:4: not a batch line"), "{err}");
     assert!(err.contains("bad.jsonl:5: duplicate custom_id \"req-0000\" (first at line 1)"), "{err}");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("claude-haiku-4-5                  3"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("claude-haiku-4-5          3  "));
 }
 
 #[test]
