@@ -1030,7 +1030,7 @@ fn expand(args: &ExpandArgs) -> ExitCode {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
         eprintln!("ctxasm: cannot start the async runtime: {e}");
         ExitCode::from(2)
     })

@@ -13,7 +13,7 @@
 //!
 //! **Crash safety.** One writer (a dedicated thread, [`spawn`]) appends
 //! whole lines, written and `fsync`ed in small groups (every
-//! [`GROUP_LINES`] lines or [`GROUP_INTERVAL`]). [`open`] reads an existing
+//! [`GROUP_LINES`] lines or [`GROUP_INTERVAL`], whichever comes first). [`open`] reads an existing
 //! journal before anything is sent: every `custom_id` in it is done, and a
 //! torn last line (a `kill -9` during a write leaves a line without its
 //! newline) is cut off by truncating the file to the end of the last
@@ -27,10 +27,9 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 /// Lines written per group before a flush and fsync.
 pub const GROUP_LINES: usize = 16;
@@ -232,59 +231,97 @@ pub struct WriterReport {
     pub refused: Vec<String>,
 }
 
+/// The records waiting for the writer.
+#[derive(Default)]
+struct Queue {
+    items: Vec<Record>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    failed: AtomicBool,
+    durable: AtomicU64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queue a record; the writer is woken once a group is full (else its
+    /// [`GROUP_INTERVAL`] timer takes the records): a record costs no
+    /// thread wake-up of its own.
+    fn send(&self, rec: Record) -> bool {
+        if self.failed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut q = self.lock();
+        if q.closed {
+            return false;
+        }
+        q.items.push(rec);
+        if q.items.len() >= GROUP_LINES {
+            self.wake.notify_one();
+        }
+        true
+    }
+}
+
 /// The running writer: send [`Record`]s (from any task, through
 /// [`JournalHandle::sender`]), then [`JournalHandle::finish`].
 pub struct JournalHandle {
-    tx: Option<mpsc::Sender<Record>>,
+    shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<io::Result<WriterReport>>>,
-    failed: Arc<AtomicBool>,
-    durable: Arc<AtomicU64>,
 }
 
 /// A handle to queue records for the writer.
 #[derive(Clone)]
 pub struct JournalSender {
-    tx: mpsc::Sender<Record>,
-    failed: Arc<AtomicBool>,
+    shared: Arc<Shared>,
 }
 
 impl JournalSender {
-    /// Queue a record; `false` when the writer has stopped (an I/O error).
+    /// Queue a record; `false` when the writer has stopped (an I/O error,
+    /// or [`JournalHandle::finish`]).
     pub fn send(&self, rec: Record) -> bool {
-        !self.failed() && self.tx.send(rec).is_ok()
+        self.shared.send(rec)
     }
 
     /// The writer hit an I/O error.
     pub fn failed(&self) -> bool {
-        self.failed.load(Ordering::Relaxed)
+        self.shared.failed.load(Ordering::Relaxed)
     }
 }
 
 impl JournalHandle {
     /// Queue a record; `false` when the writer has stopped (an I/O error).
     pub fn send(&self, rec: Record) -> bool {
-        !self.failed() && self.tx.as_ref().is_some_and(|tx| tx.send(rec).is_ok())
+        self.shared.send(rec)
     }
 
-    /// Another handle to queue records (the writer stops once every sender
-    /// is dropped and [`JournalHandle::finish`] is called).
+    /// Another handle to queue records.
     pub fn sender(&self) -> Option<JournalSender> {
-        self.tx.as_ref().map(|tx| JournalSender { tx: tx.clone(), failed: self.failed.clone() })
+        Some(JournalSender { shared: self.shared.clone() })
     }
 
     /// The writer hit an I/O error.
     pub fn failed(&self) -> bool {
-        self.failed.load(Ordering::Relaxed)
+        self.shared.failed.load(Ordering::Relaxed)
     }
 
     /// Lines written and synced so far.
     pub fn durable(&self) -> u64 {
-        self.durable.load(Ordering::Relaxed)
+        self.shared.durable.load(Ordering::Relaxed)
     }
 
-    /// Flush what is queued, stop the thread, and report.
+    /// Write and sync what is queued, stop the thread, and report. Records
+    /// sent afterwards are refused.
     pub fn finish(mut self) -> io::Result<WriterReport> {
-        self.tx.take();
+        self.shared.lock().closed = true;
+        self.shared.wake.notify_one();
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
             Some(Err(_)) => Err(io::Error::other("journal writer thread panicked")),
@@ -293,56 +330,43 @@ impl JournalHandle {
     }
 }
 
-/// Start the writer thread.
+/// Start the writer thread: it takes the queued records when a group is
+/// full or every [`GROUP_INTERVAL`], writes them and fsyncs them.
 pub fn spawn(mut writer: Writer) -> io::Result<JournalHandle> {
-    let (tx, rx) = mpsc::channel::<Record>();
-    let failed = Arc::new(AtomicBool::new(false));
-    let durable = Arc::new(AtomicU64::new(0));
-    let (f, d) = (failed.clone(), durable.clone());
+    let shared = Arc::new(Shared::default());
+    let sh = shared.clone();
     let thread = std::thread::Builder::new().name("ctxasm-journal".into()).spawn(move || {
         let mut report = WriterReport::default();
-        let mut oldest: Option<Instant> = None;
-        let run = |writer: &mut Writer, report: &mut WriterReport, oldest: &mut Option<Instant>| -> io::Result<()> {
+        let mut run = || -> io::Result<()> {
             loop {
-                let msg = match oldest {
-                    Some(t) => rx.recv_timeout(GROUP_INTERVAL.saturating_sub(t.elapsed())),
-                    None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                let (batch, closed) = {
+                    let mut q = sh.lock();
+                    if q.items.len() < GROUP_LINES && !q.closed {
+                        q = sh.wake.wait_timeout(q, GROUP_INTERVAL).unwrap_or_else(PoisonError::into_inner).0;
+                    }
+                    (std::mem::take(&mut q.items), q.closed)
                 };
-                match msg {
-                    Ok(rec) => {
-                        let before = writer.pending();
-                        if writer.push(&rec)? {
-                            report.written += 1;
-                            if writer.pending() == 0 {
-                                d.store(report.written, Ordering::Relaxed);
-                                *oldest = None;
-                            } else if before == 0 {
-                                *oldest = Some(Instant::now());
-                            }
-                        } else {
-                            report.refused.push(rec.custom_id);
-                        }
+                for rec in batch {
+                    if writer.push(&rec)? {
+                        report.written += 1;
+                    } else {
+                        report.refused.push(rec.custom_id);
                     }
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        writer.sync()?;
-                        d.store(report.written, Ordering::Relaxed);
-                        *oldest = None;
-                    }
-                    Err(mpsc::RecvTimeoutError::Disconnected) => {
-                        writer.sync()?;
-                        d.store(report.written, Ordering::Relaxed);
-                        return Ok(());
-                    }
+                }
+                writer.sync()?;
+                sh.durable.store(report.written, Ordering::Relaxed);
+                if closed && sh.lock().items.is_empty() {
+                    return Ok(());
                 }
             }
         };
-        let r = run(&mut writer, &mut report, &mut oldest);
+        let r = run();
         if r.is_err() {
-            f.store(true, Ordering::Relaxed);
+            sh.failed.store(true, Ordering::Relaxed);
         }
         r.map(|()| report)
     })?;
-    Ok(JournalHandle { tx: Some(tx), thread: Some(thread), failed, durable })
+    Ok(JournalHandle { shared, thread: Some(thread) })
 }
 
 #[cfg(test)]

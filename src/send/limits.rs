@@ -278,6 +278,9 @@ pub struct Limiter {
     state: Mutex<State>,
 }
 
+/// The shortest sleep of [`Limiter::take`].
+pub const MIN_WAIT: Duration = Duration::from_millis(20);
+
 const REQ: usize = 0;
 const IN: usize = 1;
 const OUT: usize = 2;
@@ -318,12 +321,15 @@ impl Limiter {
         Ok(Ticket { sent_at: now, input_reserved, output_reserved, debited_at })
     }
 
-    /// Wait for [`Limiter::try_take`].
+    /// Wait for [`Limiter::try_take`]. A wait shorter than [`MIN_WAIT`]
+    /// is stretched to it (the tokens keep accruing meanwhile, so the rate
+    /// is the same): at a high rate requests then leave in small groups,
+    /// one wake-up for several, instead of one timer per request.
     pub async fn take(&self, input_estimate: u64) -> Ticket {
         loop {
             match self.try_take(input_estimate, Instant::now()) {
                 Ok(t) => return t,
-                Err(d) => tokio::time::sleep(d).await,
+                Err(d) => tokio::time::sleep(d.max(MIN_WAIT)).await,
             }
         }
     }
