@@ -567,3 +567,125 @@ fn batch_submit_status_results_in_the_journal_format() {
     assert_eq!(journal(&journal_path).len(), n);
     rt.block_on(server.shutdown()).unwrap();
 }
+
+fn stream_batch_file(dir: &Path, n: usize) -> PathBuf {
+    let path = dir.join(format!("stream-{n}.jsonl"));
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!(
+            "{{\"custom_id\":\"req-{i:04}\",\"params\":{{\"model\":\"claude-haiku-4-5\",\"max_tokens\":16,\"stream\":true,\"messages\":[{{\"role\":\"user\",\"content\":\"req-{i:04}\"}}]}}}}\n"
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Streams cut in the middle (the mock's `drop` fault) are retried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_streams_are_retried_and_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 40;
+    let input = stream_batch_file(dir.path(), n);
+    let faults = "drop=0.2".parse().unwrap();
+    let server = MockServer::start(MockConfig { faults, seed: 3, ..mock_config() }).await.unwrap();
+    let results = dir.path().join("results.jsonl");
+    let opts = ctxasm::send::SendOptions { max_attempts: 20, ..options(&endpoint(&server), &results) };
+    let run = send_in_process(&opts, &input).await;
+    let stats = server.shutdown().await.unwrap();
+    let lines = journal(&results);
+    assert_each_once(&lines, n);
+    assert!(stats.dropped > 0);
+    assert_eq!(stats.requests, run.summary.attempts);
+    for l in &lines {
+        assert_eq!(l["status"], 200);
+        assert_eq!(l["response"]["content"][0]["type"], "text", "{l}");
+        assert!(l["usage"]["output_tokens"].as_u64().unwrap() > 0);
+    }
+    assert!(lines.iter().any(|l| l["attempts"].as_u64().unwrap() > 1));
+}
+
+/// A tiny HTTP/1.1 server answering every POST with the SSE body that
+/// `reply(n)` gives for the n-th request (0-based).
+async fn sse_server(reply: fn(usize) -> String) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = count.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let c = c.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    // Read one request: headers, then content-length bytes.
+                    let mut chunk = [0u8; 4096];
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .map_or(0, |v| v.trim().parse().unwrap());
+                    while buf.len() < head_end + len {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(k) => buf.extend_from_slice(&chunk[..k]),
+                        }
+                    }
+                    buf.drain(..head_end + len);
+                    let body = reply(c.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+                    let resp = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if sock.write_all(resp.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), count)
+}
+
+const SSE_START: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n";
+const SSE_ERROR: &str =
+    "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+const SSE_REST: &str = "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\nevent: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\nevent: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":5}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+/// An `event: error` inside a 200 stream fails the attempt with its type
+/// and is retried as its status (overloaded → 529).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_event_in_a_200_stream_is_retried_as_its_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = stream_batch_file(dir.path(), 1);
+    // First reply: an overloaded error mid-stream; then a whole message.
+    let (ep, count) =
+        sse_server(|n| if n == 0 { format!("{SSE_START}{SSE_ERROR}") } else { format!("{SSE_START}{SSE_REST}") }).await;
+    let results = dir.path().join("ok.jsonl");
+    send_in_process(&options(&ep, &results), &input).await;
+    let l = &journal(&results)[0];
+    assert_eq!((l["status"].as_u64(), l["attempts"].as_u64()), (Some(200), Some(2)));
+    assert_eq!(l["response"]["content"][0]["text"], "Hi");
+    assert_eq!(l["usage"], serde_json::json!({"input_tokens": 7, "output_tokens": 5}));
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 2);
+
+    // Always overloaded: final after --max-attempts, recorded as a 529.
+    let (ep, count) = sse_server(|_| format!("{SSE_START}{SSE_ERROR}")).await;
+    let results = dir.path().join("err.jsonl");
+    let opts = ctxasm::send::SendOptions { max_attempts: 2, ..options(&ep, &results) };
+    send_in_process(&opts, &input).await;
+    let l = &journal(&results)[0];
+    assert_eq!((l["status"].as_u64(), l["attempts"].as_u64()), (Some(529), Some(2)));
+    assert_eq!(l["error"]["error"]["type"], "overloaded_error");
+    assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
