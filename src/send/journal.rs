@@ -25,7 +25,7 @@ use serde::Deserialize;
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -135,11 +135,10 @@ pub fn open(path: &Path) -> Result<(File, Resume), JournalError> {
     let io_err = |source: io::Error| JournalError::Io { path: shown.clone(), source };
     let mut file =
         std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(io_err)?;
-    let mut data = Vec::new();
-    file.read_to_end(&mut data).map_err(io_err)?;
-    let (resume, keep) = scan(&data, &shown)?;
-    if keep < data.len() {
-        file.set_len(keep as u64).map_err(io_err)?;
+    let (resume, keep) = scan_reader(io::BufReader::with_capacity(1 << 20, &file), &shown)?;
+    let len = file.metadata().map_err(io_err)?.len();
+    if keep < len {
+        file.set_len(keep).map_err(io_err)?;
         file.sync_all().map_err(io_err)?;
     }
     file.seek(SeekFrom::End(0)).map_err(io_err)?;
@@ -149,20 +148,42 @@ pub fn open(path: &Path) -> Result<(File, Resume), JournalError> {
 /// Read journal bytes: the resume set and the length to keep (up to the
 /// last newline).
 pub fn scan(data: &[u8], shown: &str) -> Result<(Resume, usize), JournalError> {
-    let keep = memchr::memrchr(b'\n', data).map_or(0, |i| i + 1);
-    let mut resume = Resume { torn_bytes: (data.len() - keep) as u64, ..Resume::default() };
-    for (i, line) in data[..keep].split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(|b| b.is_ascii_whitespace()) {
+    let (resume, keep) = scan_reader(data, shown)?;
+    Ok((resume, keep as usize))
+}
+
+/// [`scan`] line by line from a reader (memory: the longest line).
+fn scan_reader(mut r: impl io::BufRead, shown: &str) -> Result<(Resume, u64), JournalError> {
+    let mut resume = Resume::default();
+    let mut line = Vec::new();
+    let mut keep = 0u64;
+    let mut no = 0usize;
+    loop {
+        line.clear();
+        let n =
+            r.read_until(b'\n', &mut line).map_err(|source| JournalError::Io { path: shown.to_string(), source })?;
+        if n == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            // A torn last line: cut off.
+            resume.torn_bytes = n as u64;
+            break;
+        }
+        keep += n as u64;
+        no += 1;
+        let text = &line[..n - 1];
+        if text.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let head: Head<'_> = serde_json::from_slice(line).map_err(|e| JournalError::Corrupt {
+        let head: Head<'_> = serde_json::from_slice(text).map_err(|e| JournalError::Corrupt {
             path: shown.to_string(),
-            line: i + 1,
+            line: no,
             message: format!("not a journal line: {e}"),
         })?;
         resume.lines += 1;
         if resume.done.contains_key(head.custom_id.as_ref()) {
-            resume.duplicates.push((i + 1, head.custom_id.into_owned()));
+            resume.duplicates.push((no, head.custom_id.into_owned()));
         } else {
             resume.done.insert(head.custom_id.into_owned(), head.status);
         }
