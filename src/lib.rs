@@ -18,6 +18,7 @@ pub mod memory;
 pub mod mock;
 pub mod model;
 pub mod profile;
+pub mod send;
 pub mod stats;
 pub mod verify;
 pub mod write;

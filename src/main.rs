@@ -38,6 +38,12 @@ enum Command {
     Profile(ProfileCommand),
     /// What the sessions cost: recorded usage priced (--recorded-only).
     Cost(CostArgs),
+    /// Send assembled requests to the Messages API: rate-limited, retried,
+    /// resumable (one journal line per finished request).
+    Send(SendArgs),
+    /// The same requests through the Message Batches API.
+    #[command(subcommand)]
+    Batch(BatchCommand),
     /// Serve a local stand-in for the Anthropic Messages API (rate limits,
     /// faults, latency, scripted replies, Message Batches, a request record).
     MockServer(MockServerArgs),
@@ -45,6 +51,146 @@ enum Command {
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
     BenchBaseline(InputArgs),
+    /// Send baseline for scripts/bench-compare: N workers, the same retry
+    /// policy, no client-side limits, no header adaptation.
+    #[command(hide = true)]
+    BenchSendBaseline(SendBaselineArgs),
+}
+
+#[derive(Args)]
+struct ApiArgs {
+    /// Base URL of the API.
+    #[arg(long, default_value = "https://api.anthropic.com")]
+    endpoint: String,
+    /// anthropic-beta header (a comma list); the batch format carries no betas.
+    #[arg(long, value_name = "LIST")]
+    beta: Option<String>,
+}
+
+#[derive(Args)]
+struct SendArgs {
+    /// A batch file (`assemble --format batch`) or a dedup directory.
+    input: PathBuf,
+    #[command(flatten)]
+    api: ApiArgs,
+    /// The journal: one JSON line per finished request; requests already in
+    /// it are skipped (required unless --dry-run).
+    #[arg(long, value_name = "FILE")]
+    results: Option<PathBuf>,
+    /// Requests on the wire at once.
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    /// Client-side limit: requests per minute.
+    #[arg(long)]
+    rpm: Option<u64>,
+    /// Client-side limit: input tokens per minute (input + cache writes).
+    #[arg(long)]
+    itpm: Option<u64>,
+    /// Client-side limit: output tokens per minute.
+    #[arg(long)]
+    otpm: Option<u64>,
+    /// Attempts per request in all (retries follow the SDKs' policy).
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    /// Seconds per attempt, connect to last byte.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    timeout: f64,
+    /// Read and validate the input, print requests, estimated input tokens
+    /// and cost per model; send nothing (no key needed).
+    #[arg(long)]
+    dry_run: bool,
+    /// Ignore the server's anthropic-ratelimit-* headers.
+    #[arg(long, hide = true)]
+    no_adapt: bool,
+}
+
+#[derive(Args)]
+struct SendBaselineArgs {
+    input: PathBuf,
+    #[command(flatten)]
+    api: ApiArgs,
+    #[arg(long, value_name = "FILE")]
+    results: PathBuf,
+    #[arg(long, default_value_t = 8)]
+    concurrency: usize,
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    timeout: f64,
+}
+
+#[derive(Subcommand)]
+enum BatchCommand {
+    /// Submit the input as Message Batches (≤ 100,000 requests and 256 MB
+    /// each); print each batch id and append it to the state file.
+    Submit(BatchSubmitArgs),
+    /// Print processing_status and request_counts.
+    Status(BatchStatusArgs),
+    /// Download the results of ended batches in the journal format of
+    /// `send --results`.
+    Results(BatchResultsArgs),
+}
+
+#[derive(Args)]
+struct BatchSubmitArgs {
+    /// A batch file or a dedup directory.
+    input: PathBuf,
+    #[command(flatten)]
+    api: ApiArgs,
+    /// Append each submitted batch (one JSON line) to this file.
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// Attempts per submission for error statuses (no reply is never retried).
+    #[arg(long, default_value_t = 5)]
+    max_attempts: u32,
+    #[arg(long, hide = true, default_value_t = ctxasm::send::batches::MAX_REQUESTS)]
+    max_batch_requests: usize,
+    #[arg(long, hide = true, default_value_t = ctxasm::send::batches::MAX_BYTES)]
+    max_batch_bytes: usize,
+}
+
+#[derive(Args)]
+struct BatchIds {
+    /// A batch id.
+    id: Option<String>,
+    /// Every batch of a state file written by `batch submit --state`.
+    #[arg(long, value_name = "FILE", conflicts_with = "id")]
+    state: Option<PathBuf>,
+}
+
+impl BatchIds {
+    fn ids(&self) -> Result<Vec<String>, String> {
+        match (&self.id, &self.state) {
+            (Some(id), None) => Ok(vec![id.clone()]),
+            (None, Some(p)) => ctxasm::send::batches::read_state(p).map_err(|e| e.to_string()),
+            _ => Err("give a batch id or --state FILE".into()),
+        }
+    }
+}
+
+#[derive(Args)]
+struct BatchStatusArgs {
+    #[command(flatten)]
+    ids: BatchIds,
+    #[command(flatten)]
+    api: ApiArgs,
+    /// Poll until every batch has ended.
+    #[arg(long)]
+    wait: bool,
+    /// First poll interval with --wait (then ×1.5 per poll, at most 60 s).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    poll_ms: u64,
+}
+
+#[derive(Args)]
+struct BatchResultsArgs {
+    #[command(flatten)]
+    ids: BatchIds,
+    #[command(flatten)]
+    api: ApiArgs,
+    /// The journal file to write (appended to; results already in it are skipped).
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
 }
 
 #[derive(Args)]
@@ -395,6 +541,9 @@ fn main() -> ExitCode {
         Command::Profile(ProfileCommand::Extract(args)) => profile_extract(&args),
         Command::Cost(args) => cost(&args),
         Command::Expand(args) => expand(&args),
+        Command::Send(args) => send(&args),
+        Command::Batch(cmd) => batch(&cmd),
+        Command::BenchSendBaseline(args) => send_baseline(&args),
         Command::MockServer(args) => mock_server(args),
         Command::BenchBaseline(args) => {
             let disc = args.discover();
@@ -874,4 +1023,381 @@ fn expand(args: &ExpandArgs) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The runtime of `send` and `batch`: one thread is plenty for network
+/// I/O at API rates (the journal has its own thread), and a paced sender on
+/// a multi-threaded runtime spends its CPU waking idle workers (measured by
+/// scripts/bench-compare: 0.6 s → 0.3 s per 1,000 requests at 6,000/min).
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+        eprintln!("ctxasm: cannot start the async runtime: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn api_key() -> Result<String, ExitCode> {
+    match std::env::var("ANTHROPIC_API_KEY") {
+        Ok(k) if !k.trim().is_empty() => Ok(k),
+        _ => {
+            eprintln!("ctxasm: ANTHROPIC_API_KEY is not set");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
+fn timeout(secs: f64) -> Result<Duration, ExitCode> {
+    if secs.is_finite() && secs > 0.0 {
+        Ok(Duration::from_secs_f64(secs.min(1e9)))
+    } else {
+        eprintln!("ctxasm: --timeout must be a positive number of seconds");
+        Err(ExitCode::from(2))
+    }
+}
+
+/// Read a send/batch input; bad lines are printed (at most 20).
+fn read_send_input(path: &std::path::Path) -> Result<ctxasm::send::input::Input, ExitCode> {
+    let input = ctxasm::send::input::read_input(path).map_err(|e| {
+        eprintln!("ctxasm: {e}");
+        ExitCode::from(2)
+    })?;
+    print_input_errors(&input.errors);
+    Ok(input)
+}
+
+fn print_input_errors(errors: &[ctxasm::send::input::InputError]) {
+    for e in errors.iter().take(20) {
+        eprintln!("ctxasm: {e}");
+    }
+    if errors.len() > 20 {
+        eprintln!("ctxasm: … {} more bad lines", errors.len() - 20);
+    }
+}
+
+/// Ctrl-C / SIGTERM: the first drains, the second aborts. The signal's exit
+/// status (130 / 143) is left in `code`.
+fn watch_signals(
+    tx: tokio::sync::watch::Sender<ctxasm::send::dispatch::Stop>,
+    code: std::sync::Arc<std::sync::atomic::AtomicU8>,
+) {
+    use ctxasm::send::dispatch::Stop;
+    use std::sync::atomic::Ordering;
+    use tokio::signal::unix::{SignalKind, signal};
+    tokio::spawn(async move {
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            eprintln!("ctxasm: cannot watch for signals");
+            return;
+        };
+        loop {
+            let c = tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            };
+            if code.load(Ordering::Relaxed) == 0 {
+                code.store(c, Ordering::Relaxed);
+                eprintln!("ctxasm: stopping: no new requests; waiting for those in flight (Ctrl-C again aborts them)");
+                let _ = tx.send(Stop::Drain);
+            } else {
+                eprintln!("ctxasm: aborting the requests in flight (they are sent again by the next run)");
+                let _ = tx.send(Stop::Abort);
+            }
+        }
+    });
+}
+
+fn send(args: &SendArgs) -> ExitCode {
+    if args.concurrency == 0 || args.max_attempts == 0 {
+        eprintln!("ctxasm: --concurrency and --max-attempts must be at least 1");
+        return ExitCode::from(2);
+    }
+    if [args.rpm, args.itpm, args.otpm].contains(&Some(0)) {
+        eprintln!("ctxasm: --rpm, --itpm and --otpm must be at least 1");
+        return ExitCode::from(2);
+    }
+    let timeout = match timeout(args.timeout) {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let input = match read_send_input(&args.input) {
+        Ok(i) => i,
+        Err(c) => return c,
+    };
+    if args.dry_run {
+        let rows = ctxasm::send::dryrun::estimate(&input, &ctxasm::cost::pricing::Pricing::builtin());
+        let code = write_stdout(&ctxasm::send::dryrun::render(&rows));
+        return if input.errors.is_empty() { code } else { ExitCode::from(2) };
+    }
+    let Some(results) = args.results.clone() else {
+        eprintln!("ctxasm: send needs --results FILE (or --dry-run)");
+        return ExitCode::from(2);
+    };
+    let key = match api_key() {
+        Ok(k) => k,
+        Err(c) => return c,
+    };
+    let opts = ctxasm::send::SendOptions {
+        client: ctxasm::send::client::ClientConfig {
+            endpoint: args.api.endpoint.clone(),
+            api_key: Some(key),
+            beta: args.api.beta.clone(),
+            timeout,
+            pool: args.concurrency,
+        },
+        results,
+        concurrency: args.concurrency,
+        limits: ctxasm::send::limits::Limits { rpm: args.rpm, itpm: args.itpm, otpm: args.otpm },
+        adapt: !args.no_adapt,
+        max_attempts: args.max_attempts,
+        progress: true,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(c) => return c,
+    };
+    let code = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(0));
+    let result = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(ctxasm::send::dispatch::Stop::Run);
+        watch_signals(tx, code.clone());
+        ctxasm::send::send(&opts, &input, rx).await
+    });
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let run = match result {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let r = &run.resume;
+    if r.lines > 0 || r.torn_bytes > 0 {
+        eprintln!(
+            "ctxasm: send: journal {}: {} lines found ({} of this input){}",
+            opts.results.display(),
+            r.lines,
+            run.summary.already_done,
+            if r.torn_bytes > 0 {
+                format!("; a torn last line of {} bytes was cut off", r.torn_bytes)
+            } else {
+                String::new()
+            }
+        );
+    }
+    for (line, id) in r.duplicates.iter().take(5) {
+        eprintln!("ctxasm: journal {}:{line}: custom_id {id:?} is already on an earlier line", opts.results.display());
+    }
+    if !run.refused.is_empty() {
+        eprintln!("ctxasm: {} results not written: their custom_id was already in the journal", run.refused.len());
+    }
+    eprintln!("{}", run.summary.line("send"));
+    match code.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => ExitCode::from(ctxasm::send::exit_status(&run.summary, input.errors.len())),
+        c => ExitCode::from(c),
+    }
+}
+
+fn send_baseline(args: &SendBaselineArgs) -> ExitCode {
+    let input = match read_send_input(&args.input) {
+        Ok(i) => i,
+        Err(c) => return c,
+    };
+    let (key, timeout) = match (api_key(), timeout(args.timeout)) {
+        (Ok(k), Ok(t)) => (k, t),
+        (Err(c), _) | (_, Err(c)) => return c,
+    };
+    let client = ctxasm::send::client::ClientConfig {
+        endpoint: args.api.endpoint.clone(),
+        api_key: Some(key),
+        beta: args.api.beta.clone(),
+        timeout,
+        pool: args.concurrency,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(c) => return c,
+    };
+    let result = rt.block_on(ctxasm::send::baseline::run(
+        &client,
+        &input,
+        &args.results,
+        args.concurrency,
+        args.max_attempts.max(1),
+    ));
+    match result {
+        Ok(s) => {
+            eprintln!("{}", s.line("bench-send-baseline"));
+            ExitCode::from(ctxasm::send::exit_status(&s, input.errors.len()))
+        }
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn batch_client(api: &ApiArgs) -> Result<ctxasm::send::client::Client, ExitCode> {
+    let key = api_key()?;
+    let cfg = ctxasm::send::client::ClientConfig {
+        endpoint: api.endpoint.clone(),
+        api_key: Some(key),
+        beta: api.beta.clone(),
+        timeout: Duration::from_secs(600),
+        pool: 4,
+    };
+    ctxasm::send::client::Client::new(&cfg).map_err(|e| {
+        eprintln!("ctxasm: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn batch(cmd: &BatchCommand) -> ExitCode {
+    use ctxasm::send::batches;
+    let api = match cmd {
+        BatchCommand::Submit(a) => &a.api,
+        BatchCommand::Status(a) => &a.api,
+        BatchCommand::Results(a) => &a.api,
+    };
+    let ids = match cmd {
+        BatchCommand::Submit(_) => Vec::new(),
+        BatchCommand::Status(BatchStatusArgs { ids, .. }) | BatchCommand::Results(BatchResultsArgs { ids, .. }) => {
+            match ids.ids() {
+                Ok(ids) => ids,
+                Err(e) => {
+                    eprintln!("ctxasm: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+    };
+    let input = match cmd {
+        BatchCommand::Submit(a) => match read_send_input(&a.input) {
+            Ok(i) => Some(i),
+            Err(c) => return c,
+        },
+        _ => None,
+    };
+    let client = match batch_client(api) {
+        Ok(c) => c,
+        Err(c) => return c,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(c) => return c,
+    };
+    rt.block_on(async {
+        match cmd {
+            BatchCommand::Submit(a) => {
+                let Some(input) = input else { return ExitCode::from(2) };
+                let split = batches::Split { requests: a.max_batch_requests.max(1), bytes: a.max_batch_bytes };
+                let (chunks, errors) = batches::split(&input, split);
+                print_input_errors(&errors);
+                let shown = a.input.display().to_string();
+                let mut on_batch = |s: &batches::Submitted| {
+                    println!("{} {} requests", s.id, s.requests);
+                    match &a.state {
+                        Some(p) => batches::append_state(p, s, &shown, &a.api.endpoint),
+                        None => Ok(()),
+                    }
+                };
+                match batches::submit(&client, chunks, a.max_attempts.max(1), &mut on_batch).await {
+                    Ok(done) => {
+                        let n: usize = done.iter().map(|s| s.requests).sum();
+                        eprintln!("ctxasm: batch submit: {} batches, {n} requests", done.len());
+                        if input.errors.is_empty() && errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) }
+                    }
+                    Err(e) => {
+                        eprintln!("ctxasm: {e}");
+                        ExitCode::from(1)
+                    }
+                }
+            }
+            BatchCommand::Status(a) => {
+                let result = if a.wait {
+                    let mut print = |b: &serde_json::Value| eprintln!("ctxasm: {}", batches::status_line(b));
+                    batches::wait(&client, &ids, Duration::from_millis(a.poll_ms.max(1)), &mut print).await
+                } else {
+                    let mut all = Vec::new();
+                    for id in &ids {
+                        match batches::status(&client, id).await {
+                            Ok(b) => all.push(b),
+                            Err(e) => {
+                                eprintln!("ctxasm: {e}");
+                                return ExitCode::from(1);
+                            }
+                        }
+                    }
+                    Ok(all)
+                };
+                match result {
+                    Ok(all) => {
+                        let text: String = all.iter().map(|b| batches::status_line(b) + "\n").collect();
+                        write_stdout(&text)
+                    }
+                    Err(e) => {
+                        eprintln!("ctxasm: {e}");
+                        ExitCode::from(1)
+                    }
+                }
+            }
+            BatchCommand::Results(a) => batch_results(&client, &ids, &a.output).await,
+        }
+    })
+}
+
+async fn batch_results(client: &ctxasm::send::client::Client, ids: &[String], output: &std::path::Path) -> ExitCode {
+    use ctxasm::send::{batches, journal};
+    let (file, resume) = match journal::open(output) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let handle = match journal::spawn(journal::Writer::new(file, output, resume.done.keys().cloned())) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("ctxasm: journal {}: {e}", output.display());
+            return ExitCode::from(2);
+        }
+    };
+    let Some(sender) = handle.sender() else { return ExitCode::from(2) };
+    let mut total = batches::ResultCounts::default();
+    let mut code = 0u8;
+    for id in ids {
+        match batches::results(client, id, &sender).await {
+            Ok(c) => {
+                eprintln!("ctxasm: batch {id}: {} succeeded, {} failed", c.succeeded, c.failed);
+                total.succeeded += c.succeeded;
+                total.failed += c.failed;
+                total.bad_lines += c.bad_lines;
+            }
+            Err(e) => {
+                eprintln!("ctxasm: {e}");
+                code = code.max(1);
+            }
+        }
+    }
+    drop(sender);
+    let report = tokio::task::spawn_blocking(move || handle.finish()).await;
+    match report {
+        Ok(Ok(r)) => {
+            eprintln!(
+                "ctxasm: batch results: {} lines written to {} ({} skipped: already there)",
+                r.written,
+                output.display(),
+                r.refused.len()
+            );
+        }
+        Ok(Err(e)) => {
+            eprintln!("ctxasm: {e}");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("ctxasm: journal writer: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    if total.failed > 0 || total.bad_lines > 0 {
+        code = code.max(1);
+    }
+    ExitCode::from(code)
 }
