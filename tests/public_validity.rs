@@ -140,9 +140,15 @@ fn check_corpus(root: &Path) -> AssembleSummary {
     assert!(invalid.is_empty(), "{root:?}: {} invalid requests: {invalid:#?}", invalid.len());
     let mut n = 0;
     let mut failures = Vec::new();
+    let mut ids = std::collections::HashSet::new();
     for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
         let v: Value = serde_json::from_slice(line).unwrap();
         n += 1;
+        // Unique custom ids (Message Batches rule; `send` refuses a second
+        // one): excerpts and copies that carry one session id included.
+        let id = v["custom_id"].as_str().unwrap().to_string();
+        assert!(id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'), "{id}");
+        assert!(ids.insert(id.clone()), "{root:?}: custom_id {id} twice");
         let broken = broken_rules(&v["params"]);
         if !broken.is_empty() {
             failures.push(format!("{}: {broken:?}", v["custom_id"]));

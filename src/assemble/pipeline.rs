@@ -230,9 +230,18 @@ pub fn assemble_pipeline<'a>(
         }
     }
     for f in session.files() {
+        // A subagent file, or a file of sidechain lines that name their
+        // agent (a 2.0.x agent transcript not named `agent-*.jsonl`): its
+        // requests are the agent's, so their ids never collide with the
+        // main chain's.
         let agent_id: Option<&'a str> = match &f.file.kind {
             crate::input::discover::FileKind::Subagent { agent_id, .. } => Some(bump.alloc_str(agent_id)),
-            _ => None,
+            _ => {
+                let mut conv = f.parsed.entries.iter().filter(|e| e.is_conversation());
+                let all_side = conv.clone().next().is_some() && conv.all(|e| e.env.is_sidechain);
+                let named = f.parsed.entries.iter().find(|e| e.is_conversation()).and_then(|e| e.env.agent_id);
+                if all_side { named } else { None }
+            }
         };
         chain(bump, f, agent_id, session, layout, &statics, extras, identity, &mut out);
     }
@@ -519,7 +528,7 @@ fn chain<'a>(
             betas: statics.betas.clone(),
         };
         out.requests.push(Request {
-            custom_id: custom_id(session_id, agent_id, n),
+            custom_id: custom_id(&super::records::id_session_part(&f.file, session_id), agent_id, n),
             session_id,
             agent_id,
             index: n,

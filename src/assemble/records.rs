@@ -265,6 +265,23 @@ pub fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
     }
 }
 
+/// The session part of the custom ids of `file`'s requests: the session id,
+/// and the file's name too when the file is a main transcript not named
+/// `<session id>.jsonl` (an excerpt or a copy: real transcripts always are),
+/// so two files that carry one session id never give the same id.
+pub fn id_session_part<'s>(
+    file: &crate::input::discover::TranscriptFile,
+    session_id: &'s str,
+) -> std::borrow::Cow<'s, str> {
+    if file.is_subagent() {
+        return std::borrow::Cow::Borrowed(session_id);
+    }
+    match file.path.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) if !stem.is_empty() && stem != session_id => std::borrow::Cow::Owned(format!("{session_id}_{stem}")),
+        _ => std::borrow::Cow::Borrowed(session_id),
+    }
+}
+
 /// A custom_id valid for the Message Batches API (`[A-Za-z0-9_-]{1,64}`).
 pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
     let clean = |s: &str| -> String {
@@ -437,7 +454,7 @@ fn replay_chain<'a>(
             Ok(body) => {
                 let session_id = e.env.session_id.unwrap_or("");
                 out.requests.push(Request {
-                    custom_id: custom_id(session_id, chain.agent_id, n),
+                    custom_id: custom_id(&id_session_part(&chain.file.file, session_id), chain.agent_id, n),
                     session_id,
                     agent_id: chain.agent_id,
                     index: n,
@@ -607,6 +624,23 @@ mod tests {
         assert!(std::ptr::eq(collapse(&bump, two), two));
         // A bad path is refused, not guessed.
         assert!(set_cache_control(&bump, m, &[Json::Str("content"), Json::U64(3)], cc).is_none());
+    }
+
+    #[test]
+    fn an_excerpt_or_copy_keeps_its_name_in_the_id() {
+        use crate::input::discover::{FileKind, TranscriptFile};
+        let sid = "c45af7b1-cb7c-4e51-93db-8cbb250a877a";
+        let file = |path: &str, kind| TranscriptFile { path: path.into(), display: path.into(), kind, size: 0 };
+        let real = file(&format!("p/{sid}.jsonl"), FileKind::Session);
+        assert_eq!(id_session_part(&real, sid), sid);
+        let excerpt = file("p/sample_main_transcript.jsonl", FileKind::Session);
+        assert_eq!(id_session_part(&excerpt, sid), format!("{sid}_sample_main_transcript"));
+        assert_eq!(
+            custom_id(&id_session_part(&excerpt, sid), None, 0),
+            "c45af7b1-cb7c-4e51-93db-8cbb250a877a_sample_main_transcript_0"
+        );
+        let sub = file("p/s/subagents/agent-a1.jsonl", FileKind::Subagent { agent_id: "a1".into(), meta: None });
+        assert_eq!(id_session_part(&sub, sid), sid);
     }
 
     #[test]
