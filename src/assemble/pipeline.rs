@@ -528,7 +528,7 @@ fn chain<'a>(
             betas: statics.betas.clone(),
         };
         out.requests.push(Request {
-            custom_id: custom_id(&super::records::id_session_part(&f.file, session_id), agent_id, n),
+            custom_id: custom_id(&super::records::id_session_part(f.file, session_id), agent_id, n),
             session_id,
             agent_id,
             index: n,

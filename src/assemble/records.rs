@@ -454,7 +454,7 @@ fn replay_chain<'a>(
             Ok(body) => {
                 let session_id = e.env.session_id.unwrap_or("");
                 out.requests.push(Request {
-                    custom_id: custom_id(&id_session_part(&chain.file.file, session_id), chain.agent_id, n),
+                    custom_id: custom_id(&id_session_part(chain.file.file, session_id), chain.agent_id, n),
                     session_id,
                     agent_id: chain.agent_id,
                     index: n,
