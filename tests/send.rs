@@ -337,11 +337,14 @@ async fn retry_after_is_honoured_by_every_send() {
     assert_eq!((r7["status"].as_u64(), r7["attempts"].as_u64()), (Some(200), Some(2)));
     let arrivals = messages_arrivals(&stats);
     assert_eq!(arrivals.len(), n + 1);
-    // The 429 came early (≤ 4 + 7 arrivals): after it at most the 3 other
-    // requests on the wire arrive, then nothing for 2 s.
+    // The 429 came early (request 7 of 40): once the client reads it,
+    // nothing is sent for 2 s. Requests the other workers sent before the
+    // client read the 429 may arrive after it (how many depends on the
+    // machine's load: a CI run under a parallel build saw 12), so the gap is
+    // only required to open in the first half of the run.
     let (i, gap) = arrivals.windows(2).enumerate().map(|(i, w)| (i, w[1] - w[0])).max_by_key(|x| x.1).unwrap();
     assert!(gap >= 1990, "largest gap {gap} ms");
-    assert!(i < 12, "the gap follows the 429 (arrival {i})");
+    assert!(i < n / 2, "the gap follows the 429 (arrival {i})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
