@@ -302,30 +302,23 @@ struct SegmentBlocks {
     builder: BlockBuilder,
 }
 
-impl SegmentBlocks {
-    fn message(&mut self, m: &Json<'_>, out: &mut Vec<SimBlock>, feats: &mut Vec<BlockFeat>) {
-        let key = m as *const Json<'_> as usize;
-        let (b, f) = self.by_node.entry(key).or_insert_with(|| {
-            let (mut b, mut f) = (Vec::new(), Vec::new());
-            self.builder.push_message(m, &mut b, &mut f);
-            (b, f)
-        });
-        out.extend_from_slice(b);
-        feats.extend_from_slice(f);
-    }
+/// A message, or one tool / system block of the given kind and place.
+enum Segment {
+    Message,
+    Value(BlockKind, Place),
+}
 
-    fn value(
-        &mut self,
-        v: &Json<'_>,
-        kind: BlockKind,
-        place: Place,
-        out: &mut Vec<SimBlock>,
-        feats: &mut Vec<BlockFeat>,
-    ) {
+impl SegmentBlocks {
+    /// Append the blocks of node `v`, built the first time it is seen.
+    fn append(&mut self, v: &Json<'_>, seg: Segment, out: &mut Vec<SimBlock>, feats: &mut Vec<BlockFeat>) {
         let key = v as *const Json<'_> as usize;
+        let builder = &mut self.builder;
         let (b, f) = self.by_node.entry(key).or_insert_with(|| {
             let (mut b, mut f) = (Vec::new(), Vec::new());
-            self.builder.push(v, kind, place, &mut b, &mut f);
+            match seg {
+                Segment::Message => builder.push_message(v, &mut b, &mut f),
+                Segment::Value(kind, place) => builder.push(v, kind, place, &mut b, &mut f),
+            }
             (b, f)
         });
         out.extend_from_slice(b);
@@ -352,16 +345,16 @@ fn request_blocks(
         None => {
             if let Some(Json::Arr(tools)) = body.tools {
                 for t in tools.iter() {
-                    seg.value(t, BlockKind::Tool, Place::Tool, out, feats);
+                    seg.append(t, Segment::Value(BlockKind::Tool, Place::Tool), out, feats);
                 }
             }
             for s in &body.system {
-                seg.value(s, BlockKind::System, Place::System, out, feats);
+                seg.append(s, Segment::Value(BlockKind::System, Place::System), out, feats);
             }
         }
     }
     for m in &body.messages {
-        seg.message(m, out, feats);
+        seg.append(m, Segment::Message, out, feats);
     }
     apply_automatic(body, out);
 }

@@ -193,9 +193,9 @@ fn kind_of_message_block(block: &Json<'_>, role: Role) -> BlockKind {
 }
 
 /// Append `v` as compact JSON in document order with every `cache_control`
-/// member left out; with `images`, an image object is written as `null` and
-/// its [`image_block_tokens`] added there instead.
-fn write_stripped(out: &mut Vec<u8>, v: &Json<'_>, mut images: Option<&mut f64>) {
+/// member left out; with `images`, image objects are handled as
+/// [`ImageAcc`] says.
+fn write_stripped(out: &mut Vec<u8>, v: &Json<'_>, mut images: Option<&mut ImageAcc>) {
     match v {
         Json::Arr(items) => {
             out.push(b'[');
@@ -211,8 +211,14 @@ fn write_stripped(out: &mut Vec<u8>, v: &Json<'_>, mut images: Option<&mut f64>)
             if let Some(acc) = images.as_deref_mut()
                 && v.get_str("type") == Some("image")
             {
-                *acc += f64::from(image_block_tokens(v));
-                out.extend_from_slice(b"null");
+                acc.tokens += f64::from(image_block_tokens(v));
+                if acc.keep {
+                    let start = out.len();
+                    write_stripped(out, v, None);
+                    acc.bytes += out.len() - start;
+                } else {
+                    out.extend_from_slice(b"null");
+                }
                 return;
             }
             out.push(b'{');
@@ -319,8 +325,8 @@ impl BlockBuilder {
         feats: &mut Vec<BlockFeat>,
     ) {
         self.scratch.clear();
-        let mut acc = ImageAcc::default();
-        write_stripped_counting(&mut self.scratch, v, &mut acc);
+        let mut acc = ImageAcc { keep: true, ..ImageAcc::default() };
+        write_stripped(&mut self.scratch, v, Some(&mut acc));
         let text = self.scratch.len().saturating_sub(acc.bytes);
         out.push(SimBlock {
             hash: xxh3_128(&self.scratch),
@@ -343,48 +349,14 @@ impl BlockBuilder {
     }
 }
 
+/// What [`write_stripped`] does with image blocks when given one: add
+/// their [`image_block_tokens`] to `tokens`, and either write them, counting
+/// their bytes (`keep`), or write `null` in their place.
 #[derive(Default)]
 struct ImageAcc {
     tokens: f64,
     bytes: usize,
-}
-
-/// [`write_stripped`] writing images too, with their tokens and the bytes
-/// they took counted in `acc`.
-fn write_stripped_counting(out: &mut Vec<u8>, v: &Json<'_>, acc: &mut ImageAcc) {
-    match v {
-        Json::Arr(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_stripped_counting(out, item, acc);
-            }
-            out.push(b']');
-        }
-        Json::Obj(_) if v.get_str("type") == Some("image") => {
-            let start = out.len();
-            write_stripped(out, v, None);
-            acc.bytes += out.len() - start;
-            acc.tokens += f64::from(image_block_tokens(v));
-        }
-        Json::Obj(members) => {
-            out.push(b'{');
-            let mut first = true;
-            for (k, val) in members.iter().filter(|(k, _)| *k != "cache_control") {
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                jsonout::write_str(out, k);
-                out.push(b':');
-                write_stripped_counting(out, val, acc);
-            }
-            out.push(b'}');
-        }
-        scalar => jsonout::write(out, scalar),
-    }
+    keep: bool,
 }
 
 /// Call `f` on every block of `body` in cache order, with its kind and place.
@@ -910,13 +882,13 @@ pub fn image_dims(block: &Json<'_>) -> Option<(u32, u32)> {
 /// of any image in it in the [`BlockKind::Image`] slot.
 pub fn kind_features(block: &Json<'_>, kind: BlockKind) -> [f64; N_KINDS] {
     let mut f = [0.0; N_KINDS];
-    let mut images = 0.0;
+    let mut images = ImageAcc::default();
     let mut buf = Vec::new();
     write_stripped(&mut buf, block, Some(&mut images));
     if kind != BlockKind::Image {
         f[kind.index()] = buf.len() as f64;
     }
-    f[BlockKind::Image.index()] += images;
+    f[BlockKind::Image.index()] += images.tokens;
     f
 }
 
