@@ -11,10 +11,10 @@ use ctxasm::assemble::prep::{Overrides, ProfilePrep};
 use ctxasm::assemble::projection::{Links, project, turns};
 use ctxasm::assemble::records::{RecordOptions, assemble_records};
 use ctxasm::assemble::{breakpoints, media};
+use ctxasm::corpus::{RunOptions, for_each_session, for_each_session_of};
 use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
-use ctxasm::input::json::Json;
-use ctxasm::model::session::{RunOptions, for_each_session, for_each_session_of};
+use ctxasm::json::Json;
 use ctxasm::write::{AssembleOptions, write_batch, write_dedup};
 use std::path::{Path, PathBuf};
 

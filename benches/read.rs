@@ -5,9 +5,9 @@
 
 use bumpalo::Bump;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
 use ctxasm::input::{ReadOptions, lines, parse_bytes};
-use ctxasm::model::session::RunOptions;
 use ctxasm::model::tree::Tree;
 use std::hint::black_box;
 use std::path::PathBuf;

@@ -9,16 +9,18 @@
 
 pub mod assemble;
 pub mod baseline;
+pub mod corpus;
 pub mod cost;
 pub mod diag;
 pub mod env;
 pub mod input;
-pub mod jsonout;
+pub mod json;
 pub mod memory;
 pub mod mock;
 pub mod model;
 pub mod profile;
 pub mod send;
 pub mod stats;
+pub mod time;
 pub mod verify;
 pub mod write;

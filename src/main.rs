@@ -2,11 +2,11 @@
 
 use clap::{Args, Parser, Subcommand};
 use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions, local_device_id};
+use ctxasm::corpus::RunOptions;
 use ctxasm::diag::DiagKind;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::source::SourceOptions;
-use ctxasm::model::session::RunOptions;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;

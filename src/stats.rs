@@ -9,10 +9,10 @@
 //! `recorded_requests` `api-request` entries; `diagnostics` sorted by file,
 //! line and kind.
 
+use crate::corpus::{RunOptions, Session, for_each_session};
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::model::entry::EntryKind;
-use crate::model::session::{RunOptions, Session, for_each_session};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 

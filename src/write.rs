@@ -25,11 +25,11 @@ use crate::assemble::driver::{Assembler, assemble_session};
 use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::validate::validate;
 use crate::assemble::{MessageSpans, Request, SegmentCache, body_head, body_tail, write_body_reusing};
+use crate::corpus::RunOptions;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
-use crate::input::json::Json;
-use crate::jsonout;
-use crate::model::session::RunOptions;
+use crate::json::Json;
+use crate::json::writer;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -131,7 +131,7 @@ fn check(requests: &[&Request<'_>], so: &mut SessionOut) {
 /// diagnostics and the validity check of the selected requests.
 fn replay<'a>(
     bump: &'a bumpalo::Bump,
-    session: &crate::model::session::Session<'a, '_>,
+    session: &crate::corpus::Session<'a, '_>,
     opts: &AssembleOptions,
 ) -> (Vec<Request<'a>>, SessionOut) {
     let a = assemble_session(bump, session, &opts.assembler);
@@ -147,7 +147,7 @@ fn replay<'a>(
 
 fn batch_line(out: &mut Vec<u8>, req: &Request<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
     out.extend_from_slice(b"{\"custom_id\":");
-    jsonout::write_str(out, &req.custom_id);
+    writer::write_str(out, &req.custom_id);
     out.extend_from_slice(b",\"params\":");
     write_body_reusing(out, &req.body, cache, spans);
     out.extend_from_slice(b"}\n");
@@ -183,7 +183,7 @@ fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
     mut sink: impl FnMut(SessionOut) -> io::Result<()>,
-    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::model::session::Session<'a, 'd>) -> SessionOut + Sync,
+    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, mpsc};
@@ -216,7 +216,7 @@ fn run_chunks(
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
-                let out = match crate::model::session::map_group(disc, &groups[i], run, f) {
+                let out = match crate::corpus::map_group(disc, &groups[i], run, f) {
                     Ok(out) => out,
                     Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
                 };
@@ -442,9 +442,9 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
             out.push(b']');
         };
         out.extend_from_slice(b"{\"custom_id\":");
-        jsonout::write_str(out, &req.custom_id);
+        writer::write_str(out, &req.custom_id);
         out.extend_from_slice(b",\"head\":");
-        jsonout::write_str(out, &String::from_utf8_lossy(&head));
+        writer::write_str(out, &String::from_utf8_lossy(&head));
         out.extend_from_slice(b",\"messages\":");
         hex_list(out, &messages);
         out.extend_from_slice(b",\"system\":");
@@ -455,12 +455,12 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"tail\":");
-        jsonout::write_str(out, &String::from_utf8_lossy(&tail));
+        writer::write_str(out, &String::from_utf8_lossy(&tail));
         out.extend_from_slice(b"}\n");
         so.written += 1;
         // The batch line: {"custom_id":<id>,"params":<body>}\n
         let mut id = Vec::new();
-        jsonout::write_str(&mut id, &req.custom_id);
+        writer::write_str(&mut id, &req.custom_id);
         so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id.len() + body_len) as u64;
     }
 }
@@ -529,7 +529,7 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         };
         line_out.clear();
         line_out.extend_from_slice(b"{\"custom_id\":");
-        jsonout::write_str(&mut line_out, &r.custom_id);
+        writer::write_str(&mut line_out, &r.custom_id);
         line_out.extend_from_slice(b",\"params\":");
         line_out.extend_from_slice(r.head.as_bytes());
         for (j, h) in r.messages.iter().enumerate() {

@@ -13,7 +13,7 @@
 //! or that ctxasm cannot render (`prompt_snapshot`, `hook_success` of a hook
 //! that returned no context, unknown kinds) give `None`.
 
-use crate::input::json::Json;
+use crate::json::Json;
 use crate::model::entry::Entry;
 use bumpalo::Bump;
 use smallvec::SmallVec;

@@ -8,7 +8,7 @@
 //! before it.
 
 use super::normalize::with_member;
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 
 fn can_carry(b: &Json<'_>) -> bool {
@@ -38,7 +38,7 @@ pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
 
     #[test]
     fn last_markable_block_of_last_message() {

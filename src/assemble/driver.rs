@@ -5,9 +5,9 @@
 use super::Request;
 use super::pipeline::{Extras, Layout, PipelineReport, assemble_pipeline};
 use super::records::{RecordOptions, assemble_records};
+use crate::corpus::Session;
 use crate::diag::Diagnostic;
 use crate::model::entry::EntryKind;
-use crate::model::session::Session;
 use bumpalo::Bump;
 
 /// How requests are obtained.

@@ -6,7 +6,7 @@
 //! [`STRIPPED_MEDIA`] (ctxasm's text: no capture has more than 100 media).
 
 use super::validate::MAX_MEDIA;
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 
 /// Put in place of content that held only stripped media.
@@ -98,7 +98,7 @@ pub fn limit_media<'a>(bump: &'a Bump, messages: &[&'a Json<'a>]) -> (Vec<&'a Js
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
 
     const IMG: &str = r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}"#;
 

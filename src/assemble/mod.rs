@@ -21,8 +21,8 @@ pub mod system_blocks;
 pub mod system_prompt;
 pub mod validate;
 
-use crate::input::json::Json;
-use crate::jsonout;
+use crate::json::Json;
+use crate::json::writer;
 
 /// A request body: `model, messages, system, tools, metadata`, the other
 /// recorded params in their order, then `stream`.
@@ -95,7 +95,7 @@ impl SegmentCache {
     /// Serialized bytes and content hash (xxh3-128) of `v`, cached under `key`.
     pub fn get(&mut self, key: Option<u128>, v: &Json<'_>) -> (u128, std::sync::Arc<[u8]>) {
         let Some(key) = key else {
-            let bytes = jsonout::to_vec(v);
+            let bytes = writer::to_vec(v);
             return (xxhash_rust::xxh3::xxh3_128(&bytes), bytes.into());
         };
         if let Some(hit) = self.map.get(&key) {
@@ -104,7 +104,7 @@ impl SegmentCache {
         if self.map.len() >= CACHE_LIMIT {
             self.map.clear();
         }
-        let bytes = jsonout::to_vec(v);
+        let bytes = writer::to_vec(v);
         let entry = (xxhash_rust::xxh3::xxh3_128(&bytes), std::sync::Arc::<[u8]>::from(bytes));
         self.map.insert(key, entry.clone());
         entry
@@ -114,19 +114,19 @@ impl SegmentCache {
 /// `{"model":…,"messages":[` — the bytes before the first message.
 pub fn body_head(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b"{\"model\":");
-    jsonout::write(out, &body.model);
+    writer::write(out, &body.model);
     out.extend_from_slice(b",\"messages\":[");
 }
 
 /// Everything after the tool list: metadata, params, stream, `}`.
 pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"metadata\":");
-    jsonout::write(out, &body.metadata);
+    writer::write(out, &body.metadata);
     for (k, v) in &body.params {
         out.push(b',');
-        jsonout::write_str(out, k);
+        writer::write_str(out, k);
         out.push(b':');
-        jsonout::write(out, v);
+        writer::write(out, v);
     }
     if body.stream {
         out.extend_from_slice(b",\"stream\":true");
@@ -160,7 +160,7 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
             Some(&(at, len)) if at + len <= out.len() => out.extend_from_within(at..at + len),
             _ => {
                 let at = out.len();
-                jsonout::write(out, m);
+                writer::write(out, m);
                 spans.map.insert(key, (at, out.len() - at));
             }
         }
@@ -174,7 +174,7 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
         if key.is_some() {
             out.extend_from_slice(&cache.get(key, s).1);
         } else {
-            jsonout::write(out, s);
+            writer::write(out, s);
         }
     }
     out.push(b']');
@@ -183,7 +183,7 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
         if body.tools_key.is_some() {
             out.extend_from_slice(&cache.get(body.tools_key, tools).1);
         } else {
-            jsonout::write(out, tools);
+            writer::write(out, tools);
         }
     }
     body_tail(out, body);

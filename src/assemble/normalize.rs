@@ -30,7 +30,7 @@
 //! scenarios and of the 14 2.1.88 scenarios (see `tests/pipeline.rs`).
 
 use super::attachments::{self, AttachmentRole};
-use crate::input::json::Json;
+use crate::json::Json;
 use crate::model::content::BlockKind;
 use crate::model::entry::{Entry, EntryKind};
 use bumpalo::Bump;

@@ -15,7 +15,7 @@
 //! The synthetic text is ctxasm's, not taken from a capture (none of the
 //! captures has an orphan tool call); profiles may replace it.
 
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 
 /// Text of a synthetic result for an unanswered tool call.
@@ -149,8 +149,8 @@ mod tests {
     use super::*;
     use crate::assemble::Body;
     use crate::assemble::validate::{Rule, validate};
-    use crate::input::json::LineParser;
-    use crate::jsonout;
+    use crate::json::LineParser;
+    use crate::json::writer;
     use proptest::prelude::*;
 
     fn msgs<'a>(bump: &'a Bump, text: &str) -> Vec<&'a Json<'a>> {
@@ -159,7 +159,7 @@ mod tests {
     }
 
     fn render(m: &[&Json<'_>]) -> String {
-        let items: Vec<String> = m.iter().map(|v| String::from_utf8(jsonout::to_vec(v)).unwrap()).collect();
+        let items: Vec<String> = m.iter().map(|v| String::from_utf8(writer::to_vec(v)).unwrap()).collect();
         format!("[{}]", items.join(","))
     }
 

@@ -16,11 +16,11 @@ use super::pairing::{PairingRepairs, ensure_tool_result_pairing};
 use super::projection::{self, Links};
 use super::records::{RecordOptions, billing_suffix, collapse, custom_id, first_user_text};
 use super::{Body, Request, breakpoints, media};
+use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
-use crate::input::json::Json;
-use crate::jsonout;
+use crate::json::Json;
+use crate::json::writer;
 use crate::model::entry::{Entry, EntryKind};
-use crate::model::session::{ParsedFile, Session};
 use bumpalo::Bump;
 use std::collections::HashMap;
 
@@ -262,7 +262,7 @@ struct Statics<'a> {
 }
 
 fn content_key(v: &Json<'_>) -> u128 {
-    xxhash_rust::xxh3::xxh3_128(&jsonout::to_vec(v))
+    xxhash_rust::xxh3::xxh3_128(&writer::to_vec(v))
 }
 
 impl<'a> Statics<'a> {
@@ -627,11 +627,11 @@ fn first_block_text<'a>(m: &Json<'a>) -> &'a str {
 fn user_id<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str) -> Json<'a> {
     let mut s = Vec::with_capacity(160);
     s.extend_from_slice(b"{\"device_id\":");
-    jsonout::write_str(&mut s, &identity.device_id);
+    writer::write_str(&mut s, &identity.device_id);
     s.extend_from_slice(b",\"account_uuid\":");
-    jsonout::write_str(&mut s, &identity.account_uuid);
+    writer::write_str(&mut s, &identity.account_uuid);
     s.extend_from_slice(b",\"session_id\":");
-    jsonout::write_str(&mut s, session_id);
+    writer::write_str(&mut s, session_id);
     s.push(b'}');
     let s = bump.alloc_str(&String::from_utf8_lossy(&s));
     Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(s))]))

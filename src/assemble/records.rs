@@ -2,7 +2,7 @@
 //!
 //! A transcript of this era (2.1.3xx) writes, per request, an `api-request`
 //! entry: `base` (the previous request's id), `keep` (messages kept from it),
-//! `tail` (SHA-256 of each appended message, see [`jsonout::message_hash`]),
+//! `tail` (SHA-256 of each appended message, see [`writer::message_hash`]),
 //! `cacheControl` (JSON paths that get a `cache_control` member), `params`
 //! and a `shapeHash` naming an `api-request-shape` (system blocks and tools).
 //! A tail message is either an `api-request-blob` or a message that is in the
@@ -37,12 +37,12 @@
 
 use super::normalize::with_member;
 use super::{Body, Request};
+use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
-use crate::input::json::Json;
-use crate::jsonout::{self, hex, message_hash, parse_sha256};
+use crate::json::Json;
+use crate::json::writer::{self, hex, message_hash, parse_sha256};
 use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
-use crate::model::session::{ParsedFile, Session};
 use bumpalo::Bump;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -553,11 +553,11 @@ fn build_body<'a>(
         .unwrap_or_default();
     let mut user_id = Vec::with_capacity(160);
     user_id.extend_from_slice(b"{\"device_id\":");
-    jsonout::write_str(&mut user_id, &opts.device_id);
+    writer::write_str(&mut user_id, &opts.device_id);
     user_id.extend_from_slice(b",\"account_uuid\":");
-    jsonout::write_str(&mut user_id, &opts.account_uuid);
+    writer::write_str(&mut user_id, &opts.account_uuid);
     user_id.extend_from_slice(b",\"session_id\":");
-    jsonout::write_str(&mut user_id, e.env.session_id.unwrap_or(""));
+    writer::write_str(&mut user_id, e.env.session_id.unwrap_or(""));
     user_id.push(b'}');
     let user_id = bump.alloc_str(&String::from_utf8_lossy(&user_id));
     Ok(Body {
@@ -577,7 +577,7 @@ fn build_body<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
 
     #[test]
     fn billing_suffix_matches_captured_headers() {
@@ -607,14 +607,14 @@ mod tests {
         let bump = Bump::new();
         let m = parse(&bump, r#"{"role":"user","content":[{"type":"text","text":"second: summarize"}]}"#);
         // Without cache control: a plain string.
-        assert_eq!(jsonout::to_vec(collapse(&bump, m)), br#"{"role":"user","content":"second: summarize"}"#);
+        assert_eq!(writer::to_vec(collapse(&bump, m)), br#"{"role":"user","content":"second: summarize"}"#);
         // With it: blocks, cache_control last.
         let path = [Json::Str("content"), Json::U64(0)];
         let cc = *parse(&bump, r#"{"type":"ephemeral"}"#);
         let with = set_cache_control(&bump, m, &path, cc).unwrap();
         let with = collapse(&bump, bump.alloc(with));
         assert_eq!(
-            jsonout::to_vec(with),
+            writer::to_vec(with),
             br#"{"role":"user","content":[{"type":"text","text":"second: summarize","cache_control":{"type":"ephemeral"}}]}"#
         );
         // Assistant messages and multi-block messages keep their blocks.

@@ -16,7 +16,7 @@
 //! - no empty text block.
 
 use super::Body;
-use crate::input::json::Json;
+use crate::json::Json;
 use rustc_hash::FxHashSet as HashSet;
 use std::fmt;
 
@@ -248,7 +248,7 @@ pub fn validate(body: &Body<'_>) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
     use bumpalo::Bump;
 
     fn body<'a>(bump: &'a Bump, messages: &str) -> Body<'a> {

@@ -54,11 +54,11 @@ use super::sim::{
 use super::usage::{self, CacheCreation, PricingInfo, TokenCounts, Totals};
 use crate::assemble::driver::{Assembler, assemble_session};
 use crate::assemble::{Body, Request};
+use crate::corpus::{RunOptions, Session, for_each_session_of};
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
-use crate::input::json::Json;
+use crate::json::Json;
 use crate::model::entry::Entry;
-use crate::model::session::{RunOptions, Session, for_each_session_of};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;

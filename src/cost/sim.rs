@@ -28,8 +28,8 @@
 //! usage of a session with [`exact_from_usage`] (facts §1.6, §5).
 
 use crate::assemble::Body;
-use crate::input::json::Json;
-use crate::jsonout;
+use crate::json::Json;
+use crate::json::writer;
 use rustc_hash::FxHashMap;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 
@@ -228,13 +228,13 @@ fn write_stripped(out: &mut Vec<u8>, v: &Json<'_>, mut images: Option<&mut Image
                     out.push(b',');
                 }
                 first = false;
-                jsonout::write_str(out, k);
+                writer::write_str(out, k);
                 out.push(b':');
                 write_stripped(out, val, images.as_deref_mut());
             }
             out.push(b'}');
         }
-        scalar => jsonout::write(out, scalar),
+        scalar => writer::write(out, scalar),
     }
 }
 
@@ -1228,7 +1228,7 @@ pub fn parse_timestamp_ms(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
     use bumpalo::Bump;
 
     const MIN: u64 = 60 * 1000;

@@ -90,10 +90,10 @@
 //! needed.
 
 use super::pricing::Pricing;
+use crate::corpus::{ParsedFile, RunOptions, Session, for_each_session};
 use crate::diag::Diagnostic;
 use crate::input::discover::{Discovery, FileKind};
 use crate::model::entry::{Entry, Usage};
-use crate::model::session::{ParsedFile, RunOptions, Session, for_each_session};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use smallvec::SmallVec;

@@ -2,14 +2,13 @@
 //! zero-copy into a per-file arena, and type it.
 
 pub mod discover;
-pub mod json;
 pub mod lines;
 pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
+use crate::json::{Json, LineParser, ParseFailure};
 use crate::model::entry::{Entry, EntryKind, type_entry};
 use bumpalo::Bump;
-use json::{Json, LineParser, ParseFailure};
 use source::SourceOptions;
 use std::cell::RefCell;
 use std::path::Path;

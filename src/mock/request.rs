@@ -2,7 +2,7 @@
 //! request for the prompt-cache simulator.
 
 use crate::assemble::Body;
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 use serde_json::Value;
 

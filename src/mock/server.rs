@@ -17,7 +17,7 @@ use super::script::{Facts, Reply, Script};
 use super::spec::{self, Draw, Fault, Faults, Latency};
 use super::{MockConfig, MockError, MockStats};
 use crate::cost::sim::{CacheSim, Estimator, SimRequest, blocks_of};
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;

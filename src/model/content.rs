@@ -1,6 +1,6 @@
 //! Message content: a string or a list of typed blocks.
 
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 
 /// `message.content`: Claude Code writes both forms, often in one file.
@@ -118,11 +118,9 @@ pub fn block<'a>(bump: &'a Bump, raw: &'a Json<'a>) -> Block<'a> {
         "document" => BlockKind::Document { source: media(raw) },
         "thinking" => BlockKind::Thinking { thinking: s("thinking"), signature: raw.get_str("signature") },
         "redacted_thinking" => BlockKind::RedactedThinking { data: s("data") },
-        "tool_use" => BlockKind::ToolUse {
-            id: s("id"),
-            name: s("name"),
-            input: raw.get("input").unwrap_or(&crate::input::json::NULL),
-        },
+        "tool_use" => {
+            BlockKind::ToolUse { id: s("id"), name: s("name"), input: raw.get("input").unwrap_or(&crate::json::NULL) }
+        }
         "tool_result" => BlockKind::ToolResult {
             tool_use_id: s("tool_use_id"),
             content: match raw.get("content") {
@@ -135,14 +133,14 @@ pub fn block<'a>(bump: &'a Bump, raw: &'a Json<'a>) -> Block<'a> {
         "server_tool_use" => BlockKind::ServerToolUse {
             id: s("id"),
             name: s("name"),
-            input: raw.get("input").unwrap_or(&crate::input::json::NULL),
+            input: raw.get("input").unwrap_or(&crate::json::NULL),
         },
         "tool_reference" => BlockKind::ToolReference { tool_name: s("tool_name") },
         other if other.ends_with("_tool_result") && raw.get_str("tool_use_id").is_some() => {
             BlockKind::ServerToolResult {
                 block_type: other,
                 tool_use_id: s("tool_use_id"),
-                content: raw.get("content").unwrap_or(&crate::input::json::NULL),
+                content: raw.get("content").unwrap_or(&crate::json::NULL),
             }
         }
         other => BlockKind::Unknown { block_type: other },
@@ -167,7 +165,7 @@ pub fn content<'a>(bump: &'a Bump, v: Option<&'a Json<'a>>) -> Content<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
 
     #[test]
     fn types_every_block_kind() {

@@ -6,7 +6,7 @@
 //! [`EntryKind::Unknown`] with the raw line bytes.
 
 use super::content::{self, Content};
-use crate::input::json::Json;
+use crate::json::Json;
 use bumpalo::Bump;
 
 /// Fields shared by conversation entries (absent on metadata entries).
@@ -309,7 +309,7 @@ pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[
             })
         }
         "attachment" => {
-            let att = raw.get("attachment").unwrap_or(&crate::input::json::NULL);
+            let att = raw.get("attachment").unwrap_or(&crate::json::NULL);
             EntryKind::Attachment(AttachmentEntry {
                 attachment_type: att.get_str("type"),
                 attachment: att,
@@ -368,7 +368,7 @@ pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
 
     fn entry<'a>(bump: &'a Bump, line: &[u8]) -> Entry<'a> {
         let v = bump.alloc(LineParser::new().parse(bump, line).unwrap());

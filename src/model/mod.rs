@@ -4,5 +4,4 @@
 pub mod content;
 pub mod entry;
 pub mod messages;
-pub mod session;
 pub mod tree;

@@ -111,7 +111,7 @@ pub fn split(input: &Input, limits: Split) -> (Vec<Chunk>, Vec<InputError>) {
         };
         let mut item = Vec::with_capacity(params.len() + req.custom_id.len() + 32);
         item.extend_from_slice(b"{\"custom_id\":");
-        crate::jsonout::write_str(&mut item, &req.custom_id);
+        crate::json::writer::write_str(&mut item, &req.custom_id);
         item.extend_from_slice(b",\"params\":");
         item.extend_from_slice(&params);
         item.push(b'}');

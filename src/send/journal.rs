@@ -62,7 +62,7 @@ impl Record {
     pub fn to_line(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(256);
         out.extend_from_slice(b"{\"custom_id\":");
-        crate::jsonout::write_str(&mut out, &self.custom_id);
+        crate::json::writer::write_str(&mut out, &self.custom_id);
         let _ = write!(
             out,
             ",\"status\":{},\"attempts\":{},\"latency_ms\":{},\"usage\":",

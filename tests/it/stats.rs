@@ -7,8 +7,8 @@
 //! and `… tests/fixtures/bad`. Diagnostics are compared by (file, line, kind);
 //! the message texts are ctxasm's own.
 
+use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::RunOptions;
 use ctxasm::stats::{Stats, collect};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};

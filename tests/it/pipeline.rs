@@ -8,9 +8,9 @@ use ctxasm::assemble::pipeline::{Extras, Layout, SystemSource, assemble_pipeline
 use ctxasm::assemble::prep::{Overrides, ProfilePrep};
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::{RunOptions, for_each_session_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -5,6 +5,7 @@
 
 use ctxasm::assemble::driver::{Assembler, Mode};
 use ctxasm::assemble::prep::ProfilePrep;
+use ctxasm::corpus::RunOptions;
 use ctxasm::cost::html::render;
 use ctxasm::cost::modeled::{
     Accuracy, CategoryCost, CostReport, EstimatorReport, ModelOptions, SessionCost, TurnRow, WhatIfResult, cost_report,
@@ -12,7 +13,6 @@ use ctxasm::cost::modeled::{
 use ctxasm::cost::pricing::Pricing;
 use ctxasm::cost::usage::{PricingInfo, TokenCounts, Totals};
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::RunOptions;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

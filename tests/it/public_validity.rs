@@ -15,9 +15,9 @@
 use ctxasm::assemble::driver::{Assembler, Mode};
 use ctxasm::assemble::prep::{Overrides, ProfilePrep};
 use ctxasm::assemble::records::RecordOptions;
+use ctxasm::corpus::RunOptions;
 use ctxasm::diag::DiagKind;
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::RunOptions;
 use ctxasm::write::{AssembleOptions, AssembleSummary, Turns, write_batch};
 use serde_json::Value;
 use std::collections::HashSet;

@@ -14,7 +14,7 @@
 //! and every `cache_control` member removed (SPEC.md, "What the real client
 //! does today"; checked on all 14 captured 2.1.328 scenarios).
 
-use crate::input::json::Json;
+use crate::json::Json;
 use sha2::{Digest, Sha256};
 
 /// True when one of the 8 bytes of `w` needs escaping (`"`, backslash or a
@@ -235,7 +235,7 @@ pub fn parse_sha256(s: &str) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::json::LineParser;
+    use crate::json::LineParser;
     use bumpalo::Bump;
 
     fn roundtrip(text: &str) -> String {

@@ -3,12 +3,12 @@
 //! replaced) while it is read gives complete entries or a `truncated_line`.
 
 use bumpalo::Bump;
+use ctxasm::corpus::RunOptions;
 use ctxasm::diag::DiagKind;
 use ctxasm::input::discover::discover;
 use ctxasm::input::{ReadOptions, parse_bytes, read_file};
 use ctxasm::model::content::BlockKind;
 use ctxasm::model::messages::assistant_messages;
-use ctxasm::model::session::RunOptions;
 use ctxasm::model::tree::Tree;
 use proptest::prelude::*;
 use std::io::Write;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 /// A real Claude Code 2.1.328 transcript (32 lines).
 const REAL: &[u8] =
-    include_bytes!("../corpora/sample/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl");
+    include_bytes!("../../corpora/sample/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl");
 
 fn good_entries(data: &[u8]) -> usize {
     let bump = Bump::new();

@@ -6,8 +6,8 @@
 use base64::Engine;
 use ctxasm::assemble::driver::Assembler;
 use ctxasm::assemble::records::RecordOptions;
+use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::RunOptions;
 use ctxasm::verify::{DeviceId, read_wire, verify};
 use ctxasm::write::{AssembleOptions, Turns, expand, write_batch, write_dedup};
 use proptest::prelude::*;

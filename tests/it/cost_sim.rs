@@ -5,11 +5,11 @@
 //! `cache_control`, ⌈bytes / 4⌉).
 
 use ctxasm::assemble::driver::{Assembler, assemble_session};
+use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::cost::sim::{
     CacheSim, Estimator, PinReport, SimRequest, SimResult, blocks_of, exact_from_usage, parse_timestamp_ms,
 };
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::{RunOptions, for_each_session_of};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

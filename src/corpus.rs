@@ -8,10 +8,10 @@
 //! handling one session becomes an `internal_error` diagnostic for it; the
 //! other sessions are not lost.
 
-use super::tree::Tree;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::{Discovery, SessionGroup, TranscriptFile};
 use crate::input::{ParsedLines, ReadOptions, read_file};
+use crate::model::tree::Tree;
 use bumpalo::Bump;
 use rayon::prelude::*;
 use std::panic::{AssertUnwindSafe, catch_unwind};

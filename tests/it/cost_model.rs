@@ -5,11 +5,11 @@
 
 use ctxasm::assemble::driver::{Assembler, Mode};
 use ctxasm::assemble::prep::ProfilePrep;
+use ctxasm::corpus::RunOptions;
 use ctxasm::cost::modeled::{CostReport, ModelOptions, WarmPrefix, WhatIf, cost_report};
 use ctxasm::cost::pricing::Pricing;
 use ctxasm::cost::usage::recorded_report;
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::RunOptions;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

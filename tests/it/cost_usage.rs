@@ -16,10 +16,10 @@
 //! `dump_report` writes a report for scripts/compare-ccusage when
 //! `CTXASM_DUMP` is set (see that test).
 
+use ctxasm::corpus::{RunOptions, for_each_session};
 use ctxasm::cost::pricing::Pricing;
 use ctxasm::cost::usage::{RecordedReport, recorded_report, recorded_requests, recorded_requests_corpus};
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::{RunOptions, for_each_session};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

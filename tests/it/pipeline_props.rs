@@ -6,8 +6,8 @@ use ctxasm::assemble::prep::{Overrides, ProfilePrep};
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::assemble::validate::validate;
 use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::input::discover::discover;
-use ctxasm::model::session::{RunOptions, for_each_session_of};
 use ctxasm::profile::Profile;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -965,13 +965,13 @@ fn session_files(
 // Real snippets
 
 const PERMISSION_DENIED: &str = include_str!(
-    "fixtures/cc-2.1.88/permission-denied/transcripts/-home-dev-projects-permission-denied/69bc012e-3b22-4192-a317-9bf2f4e2661b.jsonl"
+    "../fixtures/cc-2.1.88/permission-denied/transcripts/-home-dev-projects-permission-denied/69bc012e-3b22-4192-a317-9bf2f4e2661b.jsonl"
 );
 const PARALLEL_88: &str = include_str!(
-    "fixtures/cc-2.1.88/parallel-tools/transcripts/-home-dev-projects-parallel-tools/3bc75d24-aab8-4fea-9496-0d0a03a6fc4f.jsonl"
+    "../fixtures/cc-2.1.88/parallel-tools/transcripts/-home-dev-projects-parallel-tools/3bc75d24-aab8-4fea-9496-0d0a03a6fc4f.jsonl"
 );
 const PARALLEL_328: &str = include_str!(
-    "fixtures/cc-2.1.328/parallel-tools/transcripts/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl"
+    "../fixtures/cc-2.1.328/parallel-tools/transcripts/-home-dev-projects-parallel-tools/bc4a5825-e230-4da5-b082-11127d358a34.jsonl"
 );
 
 /// Lines `numbers` (1-based) of a transcript.

@@ -1,0 +1,18 @@
+//! The one integration test binary (one link on a 2-core CI): each module
+//! below was a test binary of its own.
+
+mod cost_html;
+mod cost_model;
+mod cost_sim;
+mod cost_usage;
+mod mock_server;
+mod model;
+mod pipeline;
+mod pipeline_props;
+mod public_validity;
+mod real_cli;
+mod records;
+mod robustness;
+mod send;
+mod stats;
+mod system_side;
