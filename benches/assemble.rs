@@ -4,13 +4,13 @@
 //! and its stages one by one, batch and dedup output.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ctxasm::assemble::driver::{Assembler, Mode, assemble_session};
-use ctxasm::assemble::normalize::{self, Rules};
-use ctxasm::assemble::pairing::ensure_tool_result_pairing;
-use ctxasm::assemble::prep::{Overrides, ProfilePrep};
-use ctxasm::assemble::projection::{Links, project, turns};
+use ctxasm::assemble::pipeline::normalize::{self, Rules};
+use ctxasm::assemble::pipeline::pairing::ensure_tool_result_pairing;
+use ctxasm::assemble::pipeline::projection::{Links, project, turns};
+use ctxasm::assemble::pipeline::{Overrides, Setup};
+use ctxasm::assemble::pipeline::{breakpoints, media};
 use ctxasm::assemble::records::{RecordOptions, assemble_records};
-use ctxasm::assemble::{breakpoints, media};
+use ctxasm::assemble::{Assembler, Mode, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session, for_each_session_of};
 use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
@@ -18,15 +18,15 @@ use ctxasm::json::Json;
 use ctxasm::write::{AssembleOptions, write_batch, write_dedup};
 use std::path::{Path, PathBuf};
 
-fn pipeline(prep: ProfilePrep) -> Assembler {
-    Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Box::new(prep) }
+fn pipeline(prep: Setup) -> Assembler {
+    Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Some(prep) }
 }
 
 fn benches(c: &mut Criterion) {
     let disc = discover(&[PathBuf::from("tests/fixtures/cc-2.1.328")]);
     let run = RunOptions::with_threads(Some(1));
     let opts = AssembleOptions::default();
-    let cc = pipeline(ProfilePrep {
+    let cc = pipeline(Setup {
         profile: ctxasm::profile::Profile::load("cc-2.1.328").expect("built-in profile"),
         env: None,
         overrides: Overrides::default(),
@@ -71,9 +71,9 @@ fn benches(c: &mut Criterion) {
     // every 2.1.88 scenario with its own environment.
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).expect("hello env");
-    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).expect("profile");
+    let profile = ctxasm::assemble::extract::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).expect("profile");
     let disc88 = discover(&[fix.to_path_buf()]);
-    let seed = pipeline(ProfilePrep { profile, env: Some(hello_env), overrides: Overrides::default() });
+    let seed = pipeline(Setup { profile, env: Some(hello_env), overrides: Overrides::default() });
     let mut g = c.benchmark_group("pipeline");
     g.throughput(Throughput::Bytes(disc88.total_bytes()));
     g.bench_function("read_only_baseline_2_1_88", |b| {
@@ -90,7 +90,7 @@ fn benches(c: &mut Criterion) {
     g.bench_function("stage_prepare", |b| {
         b.iter(|| {
             for_each_session_of(&disc88, &disc88.groups, &run, |_, s| {
-                seed.pipeline.prepare(s).map(|(_, e)| e.after_read.len()).unwrap_or(0)
+                seed.pipeline.as_ref().expect("a setup").prepare(s).map(|(_, e)| e.after_read.len()).unwrap_or(0)
             })
             .len()
         })

@@ -6,7 +6,7 @@
 //! the one before; and `blocks_of` (hashing and estimating the blocks).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ctxasm::assemble::driver::{Assembler, assemble_session};
+use ctxasm::assemble::{Assembler, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::cost::sim::{CacheSim, Estimator, SimRequest, blocks_of, parse_timestamp_ms};
 use ctxasm::input::discover::discover;

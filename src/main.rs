@@ -265,7 +265,7 @@ enum Mode {
     Auto,
 }
 
-impl From<Mode> for ctxasm::assemble::driver::Mode {
+impl From<Mode> for ctxasm::assemble::Mode {
     fn from(m: Mode) -> Self {
         match m {
             Mode::Records => Self::Records,
@@ -315,7 +315,7 @@ struct PipelineArgs {
 }
 
 impl PipelineArgs {
-    fn overrides(&self) -> Result<ctxasm::assemble::prep::Overrides, String> {
+    fn overrides(&self) -> Result<ctxasm::assemble::pipeline::Overrides, String> {
         let read = |p: &PathBuf| std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()));
         let tools = match &self.tools {
             Some(p) => match serde_json::from_str::<serde_json::Value>(&read(p)?) {
@@ -325,7 +325,7 @@ impl PipelineArgs {
             },
             None => None,
         };
-        Ok(ctxasm::assemble::prep::Overrides {
+        Ok(ctxasm::assemble::pipeline::Overrides {
             system_prompt: self.system_prompt_file.as_ref().map(read).transpose()?,
             append_system_prompt: self.append_system_prompt.clone(),
             model: self.model.clone(),
@@ -346,20 +346,20 @@ impl PipelineArgs {
             || self.effort.is_some()
     }
 
-    fn assembler(&self, identity: &IdentityArgs) -> Result<ctxasm::assemble::driver::Assembler, String> {
+    fn assembler(&self, identity: &IdentityArgs) -> Result<ctxasm::assemble::Assembler, String> {
         if self.mode == Mode::Records && (self.what_if() || self.env.is_some()) {
             return Err("what-if flags and --env apply to --mode pipeline or auto".into());
         }
-        let prep = ctxasm::assemble::prep::ProfilePrep::load(&self.profile, self.env.as_deref(), self.overrides()?)?;
+        let prep = ctxasm::assemble::pipeline::Setup::load(&self.profile, self.env.as_deref(), self.overrides()?)?;
         if self.mode != Mode::Records
             && let Some(note) = prep.note()
         {
             eprintln!("ctxasm: note: {note}");
         }
-        Ok(ctxasm::assemble::driver::Assembler {
+        Ok(ctxasm::assemble::Assembler {
             mode: self.mode.into(),
             records: identity.record_options(),
-            pipeline: Box::new(prep),
+            pipeline: Some(prep),
         })
     }
 }
@@ -907,7 +907,7 @@ fn cost(args: &CostArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let prep = match ctxasm::assemble::prep::ProfilePrep::load(&args.profile, args.env.as_deref(), Default::default()) {
+    let prep = match ctxasm::assemble::pipeline::Setup::load(&args.profile, args.env.as_deref(), Default::default()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("ctxasm: {e}");
@@ -920,10 +920,10 @@ fn cost(args: &CostArgs) -> ExitCode {
         prompt_known: prep.profile.has_prompt_text(),
         ..Default::default()
     };
-    let assembler = ctxasm::assemble::driver::Assembler {
-        mode: ctxasm::assemble::driver::Mode::Auto,
+    let assembler = ctxasm::assemble::Assembler {
+        mode: ctxasm::assemble::Mode::Auto,
         records: Default::default(),
-        pipeline: Box::new(prep),
+        pipeline: Some(prep),
     };
     let bar = progress_bar(&disc);
     let tick = |bytes: u64| {
@@ -981,7 +981,7 @@ fn profile_extract(args: &ExtractArgs) -> ExitCode {
         },
         None => None,
     };
-    let profile = match ctxasm::profile::extract(&args.path, env.as_ref()) {
+    let profile = match ctxasm::assemble::extract::extract(&args.path, env.as_ref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("ctxasm: {e}");

@@ -8,13 +8,13 @@
 //! bytes, then the rest in order; a pair that differs is reported with the
 //! first differing JSON path and both values.
 
-use crate::assemble::SegmentCache;
-use crate::assemble::driver::{Assembler, assemble_session_as};
 use crate::assemble::records::RecordOptions;
-use crate::assemble::write_body;
+use crate::assemble::{Assembler, assemble_session_as};
 use crate::corpus::{RunOptions, for_each_session_of};
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
+use crate::write::body::SegmentCache;
+use crate::write::body::write_body;
 use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;

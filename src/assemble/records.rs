@@ -26,25 +26,19 @@
 //! - `metadata.user_id` is the JSON text
 //!   `{"device_id":…,"account_uuid":…,"session_id":…}`.
 //!
-//! The billing header is `x-anthropic-billing-header: cc_version=<version>.<3
-//! hex>; cc_entrypoint=<entrypoint>;`. The 3 hex are the first three hex
-//! digits of SHA-256(salt + c4 + c7 + c20 + version), where cN is the Nth
-//! character (UTF-16 unit) of the first user text that is not a
-//! `<system-reminder>` (`0` when the text is shorter) and the salt is
-//! `59cf53e54c78`. This rule is described publicly by third parties; it was
-//! checked here on all 28 captured sessions (14 per release; for 2.1.88 the
-//! first text block counts, reminder or not).
+//! The billing header and `metadata` follow [`super::wire`]; the billing
+//! text is the first user text that is not a `<system-reminder>`.
 
-use super::normalize::with_member;
+use super::pipeline::normalize::with_member;
+use super::wire::{self, BILLING_SALT, collapse, custom_id, first_user_text, id_session_part};
 use super::{Body, Request};
 use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::json::Json;
-use crate::json::writer::{self, hex, message_hash, parse_sha256};
+use crate::json::writer::{hex, message_hash, parse_sha256};
 use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
 use bumpalo::Bump;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 
 /// Identity fields the transcript does not hold.
@@ -54,23 +48,14 @@ pub struct RecordOptions {
     pub device_id: String,
     /// `metadata.user_id.account_uuid` (empty for API-key users).
     pub account_uuid: String,
-    /// Salt of the billing header's version suffix.
-    pub billing_salt: String,
 }
 
 /// Used when no device id is given and `~/.claude.json` has none.
 pub const PLACEHOLDER_DEVICE_ID: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// The salt of the billing header suffix (see the module docs).
-pub const BILLING_SALT: &str = "59cf53e54c78";
-
 impl Default for RecordOptions {
     fn default() -> Self {
-        Self {
-            device_id: PLACEHOLDER_DEVICE_ID.to_string(),
-            account_uuid: String::new(),
-            billing_salt: BILLING_SALT.to_string(),
-        }
+        Self { device_id: PLACEHOLDER_DEVICE_ID.to_string(), account_uuid: String::new() }
     }
 }
 
@@ -103,39 +88,6 @@ pub struct SessionRecords<'a> {
     /// Of those, how many hash to the recorded value.
     pub hash_matches: u64,
     pub diagnostics: Vec<Diagnostic>,
-}
-
-/// The billing header's 3-hex suffix for a first user text.
-pub fn billing_suffix(salt: &str, first_text: &str, version: &str) -> String {
-    let units: Vec<u16> = first_text.encode_utf16().collect();
-    let mut h = Sha256::new();
-    h.update(salt.as_bytes());
-    for i in [4usize, 7, 20] {
-        match units.get(i) {
-            Some(&u) => {
-                let s = String::from_utf16_lossy(&[u]);
-                h.update(s.as_bytes());
-            }
-            None => h.update(b"0"),
-        }
-    }
-    h.update(version.as_bytes());
-    let digest: [u8; 32] = h.finalize().into();
-    hex(&digest)[..3].to_string()
-}
-
-/// The first text of a message's content that is not a `<system-reminder>`.
-pub fn first_user_text<'a>(msg: &Json<'a>) -> &'a str {
-    match msg.get("content") {
-        Some(Json::Str(s)) => s,
-        Some(Json::Arr(blocks)) => blocks
-            .iter()
-            .filter(|b| b.get_str("type") == Some("text"))
-            .filter_map(|b| b.get_str("text"))
-            .find(|t| !t.starts_with("<system-reminder>"))
-            .unwrap_or(""),
-        _ => "",
-    }
 }
 
 /// Messages of a chain rebuilt from its user / assistant entries, by hash.
@@ -238,66 +190,6 @@ fn set_cache_control<'a>(bump: &'a Bump, root: &Json<'a>, path: &[Json<'a>], val
         }
         _ => None,
     }
-}
-
-/// The wire form of a message without cache control: a user or system
-/// message made of one plain text block is sent as a string.
-pub fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
-    let role = m.get_str("role");
-    if !matches!(role, Some("user") | Some("system")) {
-        return m;
-    }
-    let Some(Json::Arr([block])) = m.get("content") else { return m };
-    let plain = matches!(
-        block.as_object(),
-        Some(
-            [("type", Json::Str("text")), ("text", Json::Str(_))]
-                | [("text", Json::Str(_)), ("type", Json::Str("text"))]
-        )
-    );
-    if !plain {
-        return m;
-    }
-    let Some(text) = block.get("text") else { return m };
-    match with_member(bump, m, "content", *text) {
-        Some(v) => bump.alloc(v),
-        None => m,
-    }
-}
-
-/// The session part of the custom ids of `file`'s requests: the session id,
-/// and the file's name too when the file is a main transcript not named
-/// `<session id>.jsonl` (an excerpt or a copy: real transcripts always are),
-/// so two files that carry one session id never give the same id.
-pub fn id_session_part<'s>(
-    file: &crate::input::discover::TranscriptFile,
-    session_id: &'s str,
-) -> std::borrow::Cow<'s, str> {
-    if file.is_subagent() {
-        return std::borrow::Cow::Borrowed(session_id);
-    }
-    match file.path.file_stem().and_then(|s| s.to_str()) {
-        Some(stem) if !stem.is_empty() && stem != session_id => std::borrow::Cow::Owned(format!("{session_id}_{stem}")),
-        _ => std::borrow::Cow::Borrowed(session_id),
-    }
-}
-
-/// A custom_id valid for the Message Batches API (`[A-Za-z0-9_-]{1,64}`).
-pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
-    let clean = |s: &str| -> String {
-        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
-    };
-    let id = match agent_id {
-        Some(a) => format!("{}_{}_{n}", clean(session_id), clean(a)),
-        None => format!("{}_{n}", clean(session_id)),
-    };
-    if id.len() <= 64 {
-        return id;
-    }
-    // Too long: keep a prefix and make it unique with a hash of the whole.
-    let h = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
-    let tail = format!("_{h:016x}_{n}");
-    format!("{}{tail}", &id[..64 - tail.len()])
 }
 
 struct Chain<'a, 'f> {
@@ -483,8 +375,8 @@ fn build_body<'a>(
 ) -> Result<Body<'a>, String> {
     let version = e.env.version.unwrap_or("");
     let first_text = canonical.first().map_or("", |m| first_user_text(m));
-    let suffix = billing_suffix(&opts.billing_salt, first_text, version);
-    let header = format!("x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};");
+    let header =
+        wire::billing_header(version, &wire::billing_suffix(BILLING_SALT, first_text, version), entrypoint, "");
     let billing =
         Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(bump.alloc_str(&header)))]));
     let mut system: Vec<Json<'a>> = vec![billing];
@@ -551,15 +443,6 @@ fn build_body<'a>(
         .and_then(|(_, v)| v.as_array())
         .map(|b| b.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
-    let mut user_id = Vec::with_capacity(160);
-    user_id.extend_from_slice(b"{\"device_id\":");
-    writer::write_str(&mut user_id, &opts.device_id);
-    user_id.extend_from_slice(b",\"account_uuid\":");
-    writer::write_str(&mut user_id, &opts.account_uuid);
-    user_id.extend_from_slice(b",\"session_id\":");
-    writer::write_str(&mut user_id, e.env.session_id.unwrap_or(""));
-    user_id.push(b'}');
-    let user_id = bump.alloc_str(&String::from_utf8_lossy(&user_id));
     Ok(Body {
         model,
         messages,
@@ -567,7 +450,7 @@ fn build_body<'a>(
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
         tools: tools.map(|t| &*bump.alloc(t)),
         tools_key: (!shape_hash.is_empty()).then(|| key(&tools_key_text)),
-        metadata: Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(user_id))])),
+        metadata: wire::metadata(bump, opts, e.env.session_id.unwrap_or("")),
         params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
         stream: true,
         betas,
@@ -578,25 +461,7 @@ fn build_body<'a>(
 mod tests {
     use super::*;
     use crate::json::LineParser;
-
-    #[test]
-    fn billing_suffix_matches_captured_headers() {
-        // (first prompt, suffix) pairs from the 2.1.328 captures' wire.jsonl.
-        for (text, want) in [
-            ("hi", "ce7"),
-            ("hello", "661"),
-            ("compare a.txt and b.txt", "3b3"),
-            ("first: show notes", "f3c"),
-            ("what year is it per the shell?", "a63"),
-        ] {
-            assert_eq!(billing_suffix(BILLING_SALT, text, "2.1.328"), want, "{text}");
-        }
-        // 2.1.88 hashed its first block, the skills reminder: always e09.
-        assert_eq!(
-            billing_suffix(BILLING_SALT, "<system-reminder>\nThe following skills are available", "2.1.88"),
-            "e09"
-        );
-    }
+    use crate::json::writer;
 
     fn parse<'a>(bump: &'a Bump, s: &str) -> &'a Json<'a> {
         bump.alloc(LineParser::new().parse(bump, s.as_bytes()).unwrap())

@@ -52,7 +52,7 @@ use super::sim::{
     SimConfig, SimRequest, Ttl, apply_automatic, parse_timestamp_ms, pin_chain,
 };
 use super::usage::{self, CacheCreation, PricingInfo, TokenCounts, Totals};
-use crate::assemble::driver::{Assembler, assemble_session};
+use crate::assemble::{Assembler, assemble_session};
 use crate::assemble::{Body, Request};
 use crate::corpus::{RunOptions, Session, for_each_session_of};
 use crate::diag::Diagnostic;

@@ -11,13 +11,14 @@
 //!
 //! The system prompt text and tools of a release are never shipped: the two
 //! built-in profiles ([`Profile::load`] `"seed"`, `"cc-2.1.328"`) carry
-//! placeholders, and a usable profile is [`extract`]ed from a capture
+//! placeholders, and a usable profile is extracted from a capture
+//! ([`crate::assemble::extract`])
 //! (`wire.jsonl` plus the session's `env/`, or a 2.1.3xx transcript with
 //! `api-request-shape` entries).
 //!
 //! Format (JSON object, members in this order):
 //! ```text
-//! name, layout ("seed" | "cc-2.1.328"), version, entrypoint,
+//! name, layout {name, system_from_shape, dynamic_boundary, …: see [`Layout`]}, version, entrypoint,
 //! extracted_from (path | null), notes,
 //! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder")},
 //! cli_prefix {default, sdk, sdk_with_append},
@@ -30,10 +31,11 @@
 //! system_cache {enabled, ttl}, proactive_agent_header
 //! ```
 
-mod extract;
+mod layout;
 pub mod template;
 
-pub use extract::extract;
+pub use crate::time::month_year;
+pub use layout::Layout;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -72,21 +74,6 @@ pub enum ProfileError {
     },
 }
 
-/// How the system prompt reaches the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Layout {
-    /// The pipeline of the seeds (2.1.88): static sections, the dynamic
-    /// boundary marker, dynamic sections, then `appendSystemContext`
-    /// (gitStatus) as a last section; four system blocks.
-    #[serde(rename = "seed")]
-    Seed,
-    /// Claude Code 2.1.328: one main prompt without a boundary (gitStatus
-    /// and the environment travel as attachments in the messages); three
-    /// system blocks.
-    #[serde(rename = "cc-2.1.328")]
-    Cc2_1_328,
-}
-
 /// Which text of the first user message feeds the billing-header suffix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SuffixText {
@@ -117,7 +104,7 @@ impl SuffixText {
 /// cc_version=<version>.<3 hex>; cc_entrypoint=<entrypoint>;<cch>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Billing {
-    /// Salt of the 3-hex suffix (see `assemble::records::billing_suffix`).
+    /// Salt of the 3-hex suffix (see `assemble::wire::billing_suffix`).
     pub salt: String,
     /// What follows `cc_entrypoint=…;` verbatim (2.1.88: ` cch=00000;`;
     /// 2.1.328: nothing).
@@ -249,27 +236,6 @@ pub const DYNAMIC_VARS: &[&str] = &[
 /// month, `November 2026` (WebSearch: "The current month is …").
 pub const TOOL_VARS: &[&str] = &["month_year"];
 
-/// `November 2026` for a `YYYY-MM-DD…` date.
-pub fn month_year(date: &str) -> Option<String> {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
-    let year = date.get(..4).filter(|y| y.bytes().all(|b| b.is_ascii_digit()))?;
-    let month: usize = date.get(5..7)?.parse().ok()?;
-    Some(format!("{} {year}", MONTHS.get(month.checked_sub(1)?)?))
-}
-
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
 /// Variables of the user-context template.
@@ -282,7 +248,8 @@ pub const SKILL_VARS: &[&str] = &["name", "description"];
 pub struct Profile {
     /// Profile name.
     pub name: String,
-    /// How the system prompt reaches the wire.
+    /// How the release lays a request out ([`Layout`]).
+    #[serde(deserialize_with = "layout::deserialize")]
     pub layout: Layout,
     /// CLI version (`2.1.88`), as in the billing header.
     pub version: String,
@@ -361,15 +328,19 @@ impl Default for Reminders {
 /// Names of the built-in profiles.
 pub const BUILTIN: &[&str] = &["seed", "cc-2.1.328"];
 
+/// The JSON text of built-in profile `name`.
+fn builtin_text(name: &str) -> Option<&'static str> {
+    match name {
+        "seed" => Some(include_str!("seed.json")),
+        "cc-2.1.328" => Some(include_str!("cc-2.1.328.json")),
+        _ => None,
+    }
+}
+
 impl Profile {
     /// A built-in profile (`seed`, `cc-2.1.328`) or a profile JSON file.
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
-        let builtin = match name_or_path {
-            "seed" => Some(include_str!("seed.json")),
-            "cc-2.1.328" => Some(include_str!("cc-2.1.328.json")),
-            _ => None,
-        };
-        if let Some(text) = builtin {
+        if let Some(text) = builtin_text(name_or_path) {
             let path = PathBuf::from(format!("<built-in profile {name_or_path}>"));
             return serde_json::from_str(text).map_err(|source| ProfileError::Json { path, source });
         }
@@ -378,6 +349,13 @@ impl Profile {
             return Err(ProfileError::Unknown(name_or_path.to_string()));
         }
         Self::from_file(path)
+    }
+
+    /// The built-in `cc-2.1.328` profile: the layout the 2.1.3xx captures
+    /// show, used when no profile is given.
+    #[allow(clippy::expect_used)] // compiled-in data, parsed by a unit test
+    pub fn builtin_cc_2_1_328() -> Profile {
+        Profile::load("cc-2.1.328").expect("the built-in cc-2.1.328 profile parses")
     }
 
     /// Read a profile JSON file.
@@ -487,8 +465,9 @@ mod tests {
             let back: Profile = serde_json::from_str(&p.to_json()).unwrap();
             assert_eq!(back, p);
         }
-        assert_eq!(Profile::load("seed").unwrap().layout, Layout::Seed);
-        assert_eq!(Profile::load("cc-2.1.328").unwrap().layout, Layout::Cc2_1_328);
+        assert_eq!(Profile::load("seed").unwrap().layout.name, "seed");
+        assert_eq!(Profile::load("cc-2.1.328").unwrap().layout.name, "cc-2.1.328");
+        assert_eq!(Profile::builtin_cc_2_1_328(), Profile::load("cc-2.1.328").unwrap());
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! deterministic, fast; and, when a Chromium is on PATH, rendered headless
 //! (DOM dump and screenshot).
 
-use ctxasm::assemble::driver::{Assembler, Mode};
-use ctxasm::assemble::prep::ProfilePrep;
+use ctxasm::assemble::pipeline::Setup;
+use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
 use ctxasm::cost::html::render;
 use ctxasm::cost::modeled::{
@@ -241,12 +241,12 @@ fn fixture_report_default_assembler() -> CostReport {
 /// sessions without records are assembled with the unseen prompt prefix.
 fn fixture_report() -> CostReport {
     let disc = discover(&[PathBuf::from("tests/fixtures/usage")]);
-    let prep = ProfilePrep::load("cc-2.1.328", None, Default::default()).unwrap();
+    let prep = Setup::load("cc-2.1.328", None, Default::default()).unwrap();
     let prompt_known = prep.profile.has_prompt_text();
     cost_report(
         &disc,
         &RunOptions::default(),
-        &Assembler { mode: Mode::Auto, pipeline: Box::new(prep), ..Default::default() },
+        &Assembler { mode: Mode::Auto, pipeline: Some(prep), ..Default::default() },
         &Pricing::builtin(),
         &ModelOptions {
             what_ifs: vec!["ttl=1h".parse().unwrap(), "no-cross-session-cache".parse().unwrap()],

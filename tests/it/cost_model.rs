@@ -3,8 +3,8 @@
 //! their recorded usage, the public corpus against the targets (when
 //! `../shared` is present), and the CLI's JSON shape.
 
-use ctxasm::assemble::driver::{Assembler, Mode};
-use ctxasm::assemble::prep::ProfilePrep;
+use ctxasm::assemble::pipeline::Setup;
+use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
 use ctxasm::cost::modeled::{CostReport, ModelOptions, WarmPrefix, WhatIf, cost_report};
 use ctxasm::cost::pricing::Pricing;
@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 /// Records where a session has them, else the pipeline with the built-in
 /// profile (what `ctxasm cost` runs).
 fn auto() -> Assembler {
-    let prep = ProfilePrep::load("cc-2.1.328", None, Default::default()).unwrap();
-    Assembler { mode: Mode::Auto, pipeline: Box::new(prep), ..Assembler::default() }
+    let prep = Setup::load("cc-2.1.328", None, Default::default()).unwrap();
+    Assembler { mode: Mode::Auto, pipeline: Some(prep), ..Assembler::default() }
 }
 
 fn model(paths: &[PathBuf], opts: &ModelOptions) -> CostReport {

@@ -4,7 +4,7 @@
 //! independent script over `wire.jsonl` (compact JSON of each block without
 //! `cache_control`, ⌈bytes / 4⌉).
 
-use ctxasm::assemble::driver::{Assembler, assemble_session};
+use ctxasm::assemble::{Assembler, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::cost::sim::{
     CacheSim, Estimator, PinReport, SimRequest, SimResult, blocks_of, exact_from_usage, parse_timestamp_ms,

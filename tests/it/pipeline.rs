@@ -3,14 +3,14 @@
 //! bytes the CLI sent.
 
 use base64::Engine;
-use ctxasm::assemble::driver::{Assembler, Mode};
-use ctxasm::assemble::pipeline::{Extras, Layout, SystemSource, assemble_pipeline};
-use ctxasm::assemble::prep::{Overrides, ProfilePrep};
+use ctxasm::assemble::pipeline::{Extras, Plan, SystemSource, assemble_pipeline};
+use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::RecordOptions;
-use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
+use ctxasm::write::body::{SegmentCache, write_body};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -51,7 +51,7 @@ fn first_diff(a: &[u8], b: &[u8]) -> String {
 
 #[test]
 fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
-    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.328", |dir| ProfilePrep {
+    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.328", |dir| Setup {
         profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
         env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
         overrides: Overrides::default(),
@@ -62,7 +62,7 @@ fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {
 /// Assemble every scenario under `fix` in pipeline mode with the prep
 /// `prep_of` gives for it, assert every request equals the wire bytes;
 /// returns how many were compared.
-fn assert_pipeline_byte_equal(fix: &str, prep_of: impl Fn(&Path) -> ProfilePrep) -> usize {
+fn assert_pipeline_byte_equal(fix: &str, prep_of: impl Fn(&Path) -> Setup) -> usize {
     let mut total = 0;
     let mut failures = Vec::new();
     for dir in scenarios(fix) {
@@ -70,7 +70,7 @@ fn assert_pipeline_byte_equal(fix: &str, prep_of: impl Fn(&Path) -> ProfilePrep)
         let a = Assembler {
             mode: Mode::Pipeline,
             records: RecordOptions { device_id: device, ..RecordOptions::default() },
-            pipeline: Box::new(prep_of(&dir)),
+            pipeline: Some(prep_of(&dir)),
         };
         let ours = assemble_all(&dir, &a);
         if ours.len() != raws.len() {
@@ -122,11 +122,11 @@ fn cc_2_1_88_messages_with_pieces_from_the_wire() {
             let at = c.find("\n\n<system-reminder>\nContents of").unwrap();
             extras.after_read.insert("6600291d-4e9d-4866-bd27-3c040ca16154".into(), vec![c[at + 2..].to_string()]);
         }
-        let layout = Layout {
+        let layout = Plan {
             attachments_into_tool_result: true,
             system_message_params: vec![],
             system: SystemSource::Rendered { blocks: vec![], tools: None },
-            ..Layout::cc_2_1_328()
+            ..Plan::cc_2_1_328()
         };
         let disc = discover(&[dir.join("transcripts")]);
         let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
@@ -162,10 +162,10 @@ fn cc_2_1_88_messages_with_pieces_from_the_wire() {
 }
 
 /// The assembled requests of `dir`'s transcripts, serialized.
-fn assemble_all(dir: &Path, a: &ctxasm::assemble::driver::Assembler) -> Vec<Vec<u8>> {
+fn assemble_all(dir: &Path, a: &ctxasm::assemble::Assembler) -> Vec<Vec<u8>> {
     let disc = discover(&[dir.join("transcripts")]);
     let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
-        let out = ctxasm::assemble::driver::assemble_session(bump, s, a);
+        let out = ctxasm::assemble::assemble_session(bump, s, a);
         assert!(out.diagnostics.is_empty(), "{dir:?}: {:?}", out.diagnostics);
         let mut cache = SegmentCache::default();
         out.requests
@@ -202,8 +202,8 @@ fn overrides_of(dir: &Path) -> Overrides {
 fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
-    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
-    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.88", |dir| ProfilePrep {
+    let profile = ctxasm::assemble::extract::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let total = assert_pipeline_byte_equal("tests/fixtures/cc-2.1.88", |dir| Setup {
         profile: profile.clone(),
         env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
         overrides: overrides_of(dir),
@@ -219,7 +219,7 @@ fn cc_2_1_88_pipeline_with_a_profile_extracted_from_hello_is_byte_equal() {
 fn extracted_tools_follow_the_session_month() {
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
-    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let profile = ctxasm::assemble::extract::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
     let line = std::fs::read_to_string(fix.join("hello/wire.jsonl")).unwrap();
     let wire: Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
     let captured = wire["body"]["tools"].as_array().unwrap();
@@ -244,11 +244,7 @@ fn seed_assembler(profile: &ctxasm::profile::Profile, env: &Path, overrides: Ove
     Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
-        pipeline: Box::new(ProfilePrep {
-            profile: profile.clone(),
-            env: Some(SessionEnv::from_dir(env).unwrap()),
-            overrides,
-        }),
+        pipeline: Some(Setup { profile: profile.clone(), env: Some(SessionEnv::from_dir(env).unwrap()), overrides }),
     }
 }
 
@@ -260,7 +256,7 @@ fn seed_assembler(profile: &ctxasm::profile::Profile, env: &Path, overrides: Ove
 fn what_if_append_system_prompt_changes_exactly_that_block() {
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
-    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let profile = ctxasm::assemble::extract::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let src = fix.join("hello/transcripts/-home-dev-projects-hello/336e397f-d147-4ef4-9bd5-78a994ebedcf.jsonl");
     let text = std::fs::read_to_string(src).unwrap().replace("\"entrypoint\":\"sdk-cli\"", "\"entrypoint\":\"cli\"");
@@ -304,7 +300,7 @@ fn what_if_model_effort_ttl_and_tools() {
     let prep = |o: Overrides| Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
-        pipeline: Box::new(ProfilePrep {
+        pipeline: Some(Setup {
             profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
             env: None,
             overrides: o,
@@ -395,7 +391,7 @@ fn cli_profile_extract_and_verify_pipeline() {
 fn memory_include_outside_the_roots_is_refused_with_a_diagnostic() {
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let hello_env = SessionEnv::from_dir(&fix.join("hello/env")).unwrap();
-    let profile = ctxasm::profile::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
+    let profile = ctxasm::assemble::extract::extract(&fix.join("hello/wire.jsonl"), Some(&hello_env)).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let env = tmp.path().join("env");
     std::fs::create_dir_all(env.join("project")).unwrap();
@@ -404,7 +400,7 @@ fn memory_include_outside_the_roots_is_refused_with_a_diagnostic() {
     let a = seed_assembler(&profile, &env, Overrides::default());
     let disc = discover(&[fix.join("hello/transcripts")]);
     let results = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, s| {
-        let out = ctxasm::assemble::driver::assemble_session(bump, s, &a);
+        let out = ctxasm::assemble::assemble_session(bump, s, &a);
         let diags: Vec<(ctxasm::diag::DiagKind, String)> =
             out.diagnostics.iter().map(|d| (d.kind, d.message.clone())).collect();
         let first = out.requests[0].body.messages[0].to_compact_string();

@@ -1,14 +1,14 @@
 //! Property tests of the context-assembly pipeline (`--mode pipeline`) on
 //! generated Claude Code conversations, well-formed and mutated.
 
-use ctxasm::assemble::driver::{Assembler, Mode, assemble_session};
-use ctxasm::assemble::prep::{Overrides, ProfilePrep};
+use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::assemble::validate::validate;
-use ctxasm::assemble::{SegmentCache, write_body};
+use ctxasm::assemble::{Assembler, Mode, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::input::discover::discover;
 use ctxasm::profile::Profile;
+use ctxasm::write::body::{SegmentCache, write_body};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -589,11 +589,7 @@ fn assembler(profile: &str) -> Assembler {
     Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
-        pipeline: Box::new(ProfilePrep {
-            profile: Profile::load(profile).unwrap(),
-            env: None,
-            overrides: Overrides::default(),
-        }),
+        pipeline: Some(Setup { profile: Profile::load(profile).unwrap(), env: None, overrides: Overrides::default() }),
     }
 }
 

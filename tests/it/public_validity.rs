@@ -12,9 +12,9 @@
 //! Runs on the bundled `corpora/sample` always and on
 //! `../shared/corpora/public` when present (it says loudly when not).
 
-use ctxasm::assemble::driver::{Assembler, Mode};
-use ctxasm::assemble::prep::{Overrides, ProfilePrep};
+use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::RecordOptions;
+use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
 use ctxasm::diag::DiagKind;
 use ctxasm::input::discover::discover;
@@ -28,7 +28,7 @@ fn assemble(root: &Path) -> (AssembleSummary, Vec<u8>) {
         assembler: Assembler {
             mode: Mode::Pipeline,
             records: RecordOptions::default(),
-            pipeline: Box::new(ProfilePrep {
+            pipeline: Some(Setup {
                 profile: ctxasm::profile::Profile::load("seed").unwrap(),
                 env: None,
                 overrides: Overrides::default(),

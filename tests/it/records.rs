@@ -4,7 +4,7 @@
 //! `raw_b64`; copied from `../shared/corpora/claude-code-2.1.328`).
 
 use base64::Engine;
-use ctxasm::assemble::driver::Assembler;
+use ctxasm::assemble::Assembler;
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;

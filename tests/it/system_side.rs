@@ -7,11 +7,12 @@
 //! then every request of every scenario is rebuilt from it and compared
 //! with the wire, byte for byte.
 
-use ctxasm::assemble::contexts::{UserContext, contexts, render_user_context, skills_listing};
-use ctxasm::assemble::system_blocks::{self, SystemBlock, billing_header, system_blocks};
-use ctxasm::assemble::system_prompt::{DYNAMIC_BOUNDARY, PromptChoice, cli_prefix, effective_system_prompt};
+use ctxasm::assemble::extract::extract;
+use ctxasm::assemble::pipeline::contexts::{UserContext, contexts, render_user_context, skills_listing};
+use ctxasm::assemble::pipeline::system_blocks::{self, SystemBlock, billing_header, system_blocks};
+use ctxasm::assemble::pipeline::system_prompt::{DYNAMIC_BOUNDARY, PromptChoice, cli_prefix, effective_system_prompt};
 use ctxasm::env::{EnvError, SessionEnv};
-use ctxasm::profile::{Layout, Profile, ProfileError, SuffixText, extract};
+use ctxasm::profile::{Profile, ProfileError, SuffixText};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -124,7 +125,7 @@ fn rebuild(profile: &Profile, env: &SessionEnv, choice: &PromptChoice, body: &Va
 #[test]
 fn every_2_1_88_request_system_side_is_byte_exact() {
     let profile = profile_88();
-    assert_eq!(profile.layout, Layout::Seed);
+    assert_eq!(profile.layout, Profile::load("seed").unwrap().layout);
     assert_eq!(profile.version, "2.1.88");
     assert_eq!(profile.billing.suffix_text, SuffixText::FirstText);
     assert_eq!(profile.billing.cch.as_deref(), Some(" cch=00000;"));
@@ -270,7 +271,7 @@ fn extract_a_2_1_328_capture() {
     let hello = Path::new(FIX_328).join("hello");
     let env = session_env(&hello);
     let p = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
-    assert_eq!(p.layout, Layout::Cc2_1_328);
+    assert_eq!(p.layout, Profile::load("cc-2.1.328").unwrap().layout);
     assert_eq!(p.version, "2.1.328");
     assert_eq!(p.billing.cch, None);
     assert_eq!(p.billing.suffix_text, SuffixText::FirstNonReminder);
@@ -293,8 +294,8 @@ fn extract_a_2_1_328_capture() {
         .unwrap();
     let t = extract(&transcript, Some(&env)).unwrap();
     assert_eq!(
-        (t.layout, &t.tools, &t.params, &t.betas, &t.prompt),
-        (p.layout, &p.tools, &p.params, &p.betas, &p.prompt)
+        (&t.layout, &t.tools, &t.params, &t.betas, &t.prompt),
+        (&p.layout, &p.tools, &p.params, &p.betas, &p.prompt)
     );
     // Every 2.1.328 request of the same model is rebuilt from it.
     let (mut same, mut total) = (0, 0);

@@ -11,8 +11,8 @@
 //! of the 14 2.1.88 captures (`tests/system_side.rs`) and on the 2.1.328
 //! `hello`, `custom-system-prompt` and `append-system-prompt` captures.
 
-use crate::assemble::records::billing_suffix;
-use crate::assemble::system_prompt::DYNAMIC_BOUNDARY;
+use super::system_prompt::DYNAMIC_BOUNDARY;
+use crate::assemble::wire;
 use crate::profile::Profile;
 use serde_json::{Map, Value};
 
@@ -106,13 +106,8 @@ pub fn system_blocks(billing_header: &str, prefix: &str, sections: &[String], pr
 /// cc_version=<version>.<suffix>; cc_entrypoint=<entrypoint>;<cch>`.
 pub fn billing_header(profile: &Profile, first_text: &str) -> String {
     let b = &profile.billing;
-    format!(
-        "x-anthropic-billing-header: cc_version={}.{}; cc_entrypoint={};{}",
-        profile.version,
-        billing_suffix(&b.salt, first_text, &profile.version),
-        profile.entrypoint,
-        b.cch.as_deref().unwrap_or("")
-    )
+    let suffix = wire::billing_suffix(&b.salt, first_text, &profile.version);
+    wire::billing_header(&profile.version, &suffix, &profile.entrypoint, b.cch.as_deref().unwrap_or(""))
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
 //! Preparing the pipeline for one session: profile + environment + what-if
-//! overrides → the [`Layout`] and [`Extras`] the message stages use.
+//! overrides → the [`Plan`] and [`Extras`] the stages use. Every choice
+//! that differs between releases is a field of the profile's
+//! [`crate::profile::Layout`]; this module reads those fields, never a
+//! release name.
 //!
 //! - The environment is the `--env` snapshot when given, else what the
 //!   transcript says (`cwd`, `gitBranch`; [`SessionEnv::from_transcript`]
@@ -7,21 +10,23 @@
 //!   session's first timestamp.
 //! - Memory files come from the snapshot (or `--claude-md-root`); a
 //!   transcript does not hold them, so without either there is no claudeMd.
-//! - Layout `cc-2.1.328`: the session's recorded system prompt and tools
-//!   (`api-request-shape`), edited by the overrides; a session without
-//!   shapes falls back to the profile's rendered prompt.
-//! - Layout `seed`: system blocks rendered from the profile
-//!   (`system_prompt`, `system_blocks`), the user context prepended, the
-//!   skills listing per CLI process, the todo reminder, conditional rules
-//!   after the `Read` that brings them in.
+//! - `layout.system_from_shape` (2.1.3xx) and a session with shapes: the
+//!   session's recorded system prompt and tools (`api-request-shape`),
+//!   edited by the overrides.
+//! - Otherwise the system blocks are rendered from the profile
+//!   (`system_prompt`, `system_blocks`), and the layout's fields add what
+//!   the transcript does not hold: the user context prepended
+//!   (`user_context_message`), the skills listing per CLI process
+//!   (`skills_per_process`), the todo reminder (`todo_reminder`),
+//!   conditional rules after the `Read` that brings them in
+//!   (`rules_after_read`).
 //! - A profile without prompt text (the built-in `seed` / `cc-2.1.328`)
 //!   still assembles: the system is the CLI prefix plus any custom/append
 //!   text, and the tools are the session's tool names with an empty object
-//!   schema ([`ProfilePrep::note`] says so, once per run).
+//!   schema ([`Setup::note`] says so, once per run).
 
-use super::contexts::{contexts, render_user_context, skills_listing};
-use super::driver::PipelinePrep;
-use super::pipeline::{BillingText, Extras, Layout, ShapeEdits, SystemSource};
+use super::contexts::{SystemContext, UserContext, contexts, render_user_context, skills_listing};
+use super::plan::{Extras, Plan, ShapeEdits, SystemSource};
 use super::system_blocks::system_blocks;
 use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
 use crate::corpus::Session;
@@ -30,7 +35,7 @@ use crate::env::SessionEnv;
 use crate::memory::{self, Memory, MemoryRoots};
 use crate::model::content::BlockKind;
 use crate::model::entry::{Entry, EntryKind};
-use crate::profile::{self, Profile, SuffixText};
+use crate::profile::Profile;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -57,13 +62,28 @@ pub struct Overrides {
 /// The pipeline's setup: a profile, an optional environment snapshot and
 /// the overrides.
 #[derive(Debug, Clone)]
-pub struct ProfilePrep {
+pub struct Setup {
     pub profile: Profile,
     pub env: Option<SessionEnv>,
     pub overrides: Overrides,
 }
 
-impl ProfilePrep {
+impl Default for Setup {
+    /// The built-in `cc-2.1.328` profile, no snapshot, no override.
+    fn default() -> Self {
+        Setup { profile: Profile::builtin_cc_2_1_328(), env: None, overrides: Overrides::default() }
+    }
+}
+
+/// The session facts the setup reads from the transcript.
+struct SessionFacts {
+    env: SessionEnv,
+    model: String,
+    non_interactive: bool,
+    has_shapes: bool,
+}
+
+impl Setup {
     /// Load `profile` (a built-in name or a file) and `env_dir` (a snapshot in
     /// the captures' `env/` layout).
     pub fn load(profile: &str, env_dir: Option<&std::path::Path>, overrides: Overrides) -> Result<Self, String> {
@@ -78,11 +98,9 @@ impl ProfilePrep {
         {
             return Err(format!("--cache-ttl must be 5m or 1h, got {t:?}"));
         }
-        Ok(ProfilePrep { profile, env, overrides })
+        Ok(Setup { profile, env, overrides })
     }
-}
 
-impl ProfilePrep {
     /// A note for the user when the profile cannot give the client's text.
     pub fn note(&self) -> Option<String> {
         (!self.profile.has_prompt_text()).then(|| {
@@ -93,18 +111,35 @@ impl ProfilePrep {
             )
         })
     }
-}
 
-/// The first value of `f` over the session's conversation entries.
-fn first_of<'a, T>(session: &Session<'a, '_>, f: impl Fn(&Entry<'a>) -> Option<T>) -> Option<T> {
-    session.main.iter().chain(session.subagents.iter()).flat_map(|p| p.parsed.entries.iter()).find_map(f)
-}
-
-impl PipelinePrep for ProfilePrep {
-    fn prepare(&self, session: &Session<'_, '_>) -> Result<(Layout, Extras), String> {
-        let p = &self.profile;
-        let o = &self.overrides;
+    /// The plan and extras of `session`.
+    pub fn prepare(&self, session: &Session<'_, '_>) -> Result<(Plan, Extras), String> {
+        let facts = self.facts(session);
         let mut extras = Extras::default();
+        let mut plan = self.base_plan();
+        let choice = PromptChoice {
+            custom: self.overrides.system_prompt.clone(),
+            append: self.overrides.append_system_prompt.clone(),
+            ..PromptChoice::default()
+        };
+        let memory = self.memory(&facts.env, &mut extras);
+        if self.profile.layout.system_from_shape && facts.has_shapes {
+            plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
+            return Ok((plan, extras));
+        }
+        // No recorded shape: the prompt is rendered from the profile. (The
+        // system messages then carry no params: what ctxasm has always done;
+        // the records-free 2.1.3xx case is issue 12's.)
+        plan.system_message_params.clear();
+        let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
+        let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
+        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
+        Ok((plan, extras))
+    }
+
+    /// The environment, model and kind of `session`.
+    fn facts(&self, session: &Session<'_, '_>) -> SessionFacts {
         let date = first_of(session, |e| e.env.timestamp.filter(|t| t.len() >= 10).map(|t| t[..10].to_string()));
         let mut env = match &self.env {
             Some(env) => env.clone(),
@@ -115,95 +150,115 @@ impl PipelinePrep for ProfilePrep {
             }
         };
         env.date = date.or(env.date);
-        let model = o
+        let model = self
+            .overrides
             .model
             .clone()
             .or_else(|| first_of(session, |e| e.as_assistant().and_then(|a| a.model).map(str::to_string)))
             .unwrap_or_default();
         let entrypoint = first_of(session, |e| e.raw.get_str("entrypoint")).unwrap_or("cli");
-        let non_interactive = entrypoint != "cli";
         let has_shapes = session
             .files()
             .any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })));
+        SessionFacts { env, model, non_interactive: entrypoint != "cli", has_shapes }
+    }
 
-        // Params, betas, breakpoint value.
-        let mut params: Vec<(String, Value)> = p.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    /// The profile's plan with the overrides' params, model and TTL.
+    fn base_plan(&self) -> Plan {
+        let o = &self.overrides;
+        let mut plan = Plan::of_profile(&self.profile);
         if let Some(effort) = &o.effort {
-            match params.iter_mut().find(|(k, _)| k == "output_config") {
+            match plan.params.iter_mut().find(|(k, _)| k == "output_config") {
                 Some((_, v)) => v["effort"] = json!(effort),
-                None => params.push(("output_config".into(), json!({ "effort": effort }))),
+                None => plan.params.push(("output_config".into(), json!({ "effort": effort }))),
             }
         }
-        let mut cache_control = json!({"type": "ephemeral"});
         if let Some(ttl) = &o.cache_ttl {
-            cache_control["ttl"] = json!(ttl);
+            plan.cache_control["ttl"] = json!(ttl);
         }
-        let mut layout = Layout {
-            params,
-            betas: p.betas.clone(),
-            billing_extra: p.billing.cch.clone().unwrap_or_default(),
-            billing_text: match p.billing.suffix_text {
-                SuffixText::FirstText => BillingText::FirstBlock,
-                SuffixText::FirstNonReminder => BillingText::FirstNonReminder,
-            },
-            model: o.model.clone(),
-            cache_control,
-            ..Layout::cc_2_1_328()
-        };
-        let choice = PromptChoice {
-            custom: o.system_prompt.clone(),
-            append: o.append_system_prompt.clone(),
-            ..PromptChoice::default()
-        };
-        let tools: Option<Vec<Value>> =
-            o.tools.clone().or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())));
-        let memory = self.memory(&env, &mut extras);
+        plan.model.clone_from(&o.model);
+        plan
+    }
 
-        if p.layout == profile::Layout::Cc2_1_328 && has_shapes {
-            // The session's own prompt and tools, edited.
-            let prefix_changes = choice.append.is_some() || choice.custom.is_some();
-            layout.system = SystemSource::SessionShape(ShapeEdits {
-                prefix: prefix_changes.then(|| cli_prefix(p, non_interactive, choice.append.is_some()).to_string()),
-                prompt: choice.custom.clone(),
-                append: choice.append.clone(),
-                tools: o.tools.clone().map(Value::Array),
-            });
-            return Ok((layout, extras));
+    /// The what-if edits of a session's recorded shapes.
+    fn shape_edits(&self, choice: &PromptChoice, non_interactive: bool) -> ShapeEdits {
+        let prefix_changes = choice.append.is_some() || choice.custom.is_some();
+        ShapeEdits {
+            prefix: prefix_changes
+                .then(|| cli_prefix(&self.profile, non_interactive, choice.append.is_some()).to_string()),
+            prompt: choice.custom.clone(),
+            append: choice.append.clone(),
+            tools: self.overrides.tools.clone().map(Value::Array),
         }
-        // No recorded shape: the prompt is rendered from the profile.
-        layout.system_message_params.clear();
-        layout.attachments_into_tool_result = p.layout == profile::Layout::Seed;
-        let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
-        let (user_ctx, sys_ctx) = contexts(p, &env, claude_md);
+    }
+
+    /// System blocks and tools rendered from the profile.
+    fn rendered_system(
+        &self,
+        session: &Session<'_, '_>,
+        facts: &SessionFacts,
+        choice: &PromptChoice,
+        sys_ctx: &SystemContext,
+    ) -> SystemSource {
+        let p = &self.profile;
+        let env = &facts.env;
         let sections = if p.has_prompt_text() {
-            effective_system_prompt(p, &env, &model, &choice, &sys_ctx)
+            effective_system_prompt(p, env, &facts.model, choice, sys_ctx)
         } else {
             choice.custom.iter().chain(choice.append.iter()).cloned().collect()
         };
-        let prefix = cli_prefix(p, non_interactive, choice.append.is_some());
+        let prefix = cli_prefix(p, facts.non_interactive, choice.append.is_some());
         let blocks = system_blocks("", prefix, &sections, p);
-        let tools = tools.unwrap_or_else(|| session_tools(session));
-        layout.system = SystemSource::Rendered {
+        let tools = self
+            .overrides
+            .tools
+            .clone()
+            .or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())))
+            .unwrap_or_else(|| session_tools(session));
+        SystemSource::Rendered {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
             tools: Some(Value::Array(tools)),
-        };
-        if p.layout == profile::Layout::Seed {
-            // The context pieces: the wire texts end with the "\n" the merge
-            // of consecutive user messages appends (normalize rule 4).
-            let unmerge = |t: String| t.strip_suffix('\n').map(str::to_string).unwrap_or(t);
-            let uc = render_user_context(p, &user_ctx);
-            extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
-            extras.per_process = skills_listing(p, &env).map(unmerge);
-            extras.todo_reminder = p.reminders.todo.clone().map(|t| (t, p.reminders.todo_every));
-            if let Some(m) = &memory {
-                rule_reminders(session, m, &mut extras);
-            }
         }
-        Ok((layout, extras))
+    }
+
+    /// The pieces the layout adds that the transcript does not hold.
+    fn extra_pieces(
+        &self,
+        session: &Session<'_, '_>,
+        facts: &SessionFacts,
+        user_ctx: &UserContext,
+        memory: Option<&Memory>,
+        extras: &mut Extras,
+    ) {
+        let p = &self.profile;
+        let l = &p.layout;
+        // The wire texts end with the "\n" the merge of consecutive user
+        // messages appends (normalize rule 4).
+        let unmerge = |t: String| t.strip_suffix('\n').map(str::to_string).unwrap_or(t);
+        if l.user_context_message {
+            let uc = render_user_context(p, user_ctx);
+            extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
+        }
+        if l.skills_per_process {
+            extras.per_process = skills_listing(p, &facts.env).map(unmerge);
+        }
+        if l.todo_reminder {
+            extras.todo_reminder = p.reminders.todo.clone().map(|t| (t, p.reminders.todo_every));
+        }
+        if l.rules_after_read
+            && let Some(m) = memory
+        {
+            rule_reminders(session, m, extras);
+        }
     }
 }
 
-impl ProfilePrep {
+/// The first value of `f` over the session's conversation entries.
+fn first_of<'a, T>(session: &Session<'a, '_>, f: impl Fn(&Entry<'a>) -> Option<T>) -> Option<T> {
+    session.main.iter().chain(session.subagents.iter()).flat_map(|p| p.parsed.entries.iter()).find_map(f)
+}
+
+impl Setup {
     /// The session's memory files, when a snapshot of them exists.
     fn memory(&self, env: &SessionEnv, extras: &mut Extras) -> Option<Memory> {
         let project_dir = self.overrides.claude_md_root.clone().or_else(|| env.project_dir.clone());

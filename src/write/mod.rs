@@ -21,15 +21,18 @@
 //! Sessions are read in parallel in chunks and written in order, so memory
 //! is bounded by a chunk of sessions, not by the corpus.
 
-use crate::assemble::driver::{Assembler, assemble_session};
+pub mod body;
+
+use crate::assemble::Request;
 use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::validate::validate;
-use crate::assemble::{MessageSpans, Request, SegmentCache, body_head, body_tail, write_body_reusing};
+use crate::assemble::{Assembler, assemble_session};
 use crate::corpus::RunOptions;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::json::Json;
 use crate::json::writer;
+use body::{MessageSpans, SegmentCache, body_head, body_tail, write_body_reusing};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 use std::cell::RefCell;

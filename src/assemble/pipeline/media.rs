@@ -5,7 +5,7 @@
 //! whose content would become empty keeps one text block,
 //! [`STRIPPED_MEDIA`] (ctxasm's text: no capture has more than 100 media).
 
-use super::validate::MAX_MEDIA;
+use crate::assemble::validate::MAX_MEDIA;
 use crate::json::Json;
 use bumpalo::Bump;
 

@@ -15,7 +15,7 @@
 
 use super::contexts::SystemContext;
 use crate::env::SessionEnv;
-use crate::profile::{Layout, Profile};
+use crate::profile::Profile;
 
 /// The marker between static and dynamic sections
 /// (`SYSTEM_PROMPT_DYNAMIC_BOUNDARY`); never sent.
@@ -71,12 +71,11 @@ impl PromptChoice {
 pub fn default_sections(profile: &Profile, env: &SessionEnv, model_id: &str) -> Vec<String> {
     let vars = profile.dynamic_vars(env, model_id);
     let mut out = Vec::with_capacity(profile.prompt.static_sections.len() + profile.prompt.dynamic_sections.len() + 1);
-    match profile.layout {
-        Layout::Seed => {
-            out.extend(profile.prompt.static_sections.iter().cloned());
-            out.push(DYNAMIC_BOUNDARY.to_string());
-        }
-        Layout::Cc2_1_328 => out.extend(profile.prompt.static_sections.iter().map(|s| vars.render(s))),
+    if profile.layout.dynamic_boundary {
+        out.extend(profile.prompt.static_sections.iter().cloned());
+        out.push(DYNAMIC_BOUNDARY.to_string());
+    } else {
+        out.extend(profile.prompt.static_sections.iter().map(|s| vars.render(s)));
     }
     out.extend(profile.prompt.dynamic_sections.iter().map(|s| vars.render(s)));
     out
@@ -115,7 +114,7 @@ pub fn effective_system_prompt(
         v.extend(append);
         v
     };
-    if profile.layout == Layout::Seed && choice.custom.is_none() {
+    if profile.layout.system_context_in_prompt && choice.custom.is_none() {
         out.extend(sys_ctx.section());
     }
     out.retain(|s| !s.is_empty());

@@ -19,15 +19,15 @@
 //! `tests/fixtures/cc-2.1.88/hello` (every other 2.1.88 request is then
 //! rebuilt from it, `tests/system_side.rs`) and `tests/fixtures/cc-2.1.328/hello`.
 
-use super::{
-    Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, Layout, ModelInfo, Profile, ProfileError,
-    PromptTemplate, SkillsTemplate, SuffixText, SystemCache, UserContextTemplate, template,
-};
-use crate::assemble::contexts::{self, UserContext};
-use crate::assemble::records::{BILLING_SALT, billing_suffix};
-use crate::assemble::system_blocks::{self, system_blocks};
-use crate::assemble::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
+use super::pipeline::contexts::{self, UserContext};
+use super::pipeline::system_blocks::{self, system_blocks};
+use super::pipeline::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
+use super::wire::{BILLING_SALT, billing_suffix};
 use crate::env::{GitFacts, SessionEnv};
+use crate::profile::{
+    Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, ModelInfo, Profile, ProfileError, PromptTemplate,
+    SkillsTemplate, SuffixText, SystemCache, UserContextTemplate, template,
+};
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -503,7 +503,10 @@ fn skills_template(texts: &[String], env: Option<&SessionEnv>) -> Option<SkillsT
 fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile, ProfileError> {
     let text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
     let is_global = |b: &Value| b["cache_control"]["scope"] == "global";
-    let layout = if cap.system.iter().any(is_global) { Layout::Seed } else { Layout::Cc2_1_328 };
+    // The layout of the built-in profile whose block split the capture
+    // shows: a block of global cache scope is the static/dynamic boundary.
+    let boundary = cap.system.iter().any(is_global);
+    let layout = Profile::load(if boundary { "seed" } else { "cc-2.1.328" })?.layout;
     let seed = Profile::load("seed")?;
     let mut cli = seed.cli_prefix.clone();
     let prefix = cap.system.first().map(text).unwrap_or_default();
@@ -521,8 +524,8 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
             return Err(err(path, format!("the captured text already contains {name}: cannot template it")));
         }
     }
-    let (static_text, dynamic_text, git_status) = match layout {
-        Layout::Seed => {
+    let (static_text, dynamic_text, git_status) = match boundary {
+        true => {
             let i = cap.system.iter().position(is_global).unwrap_or(0);
             let dynamic = cap.system.get(i + 1).map(text).unwrap_or_default();
             let (dynamic, git) = match dynamic.rfind("\n\ngitStatus: ") {
@@ -535,7 +538,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
             };
             (text(&cap.system[i]), dynamic, git)
         }
-        Layout::Cc2_1_328 => {
+        false => {
             let rest: Vec<String> = cap.system.iter().skip(1).map(text).collect();
             (String::new(), rest.join("\n\n"), None)
         }
@@ -548,7 +551,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
     let user_context = user_context_template(&cap.first_texts, &facts);
     let header = cap.header.clone().unwrap_or_default();
     let suffix_of = |s: SuffixText| billing_suffix(BILLING_SALT, s.pick(&refs(&cap.first_texts)), &cap.version);
-    let default_suffix = if layout == Layout::Seed { SuffixText::FirstText } else { SuffixText::FirstNonReminder };
+    let default_suffix = if boundary { SuffixText::FirstText } else { SuffixText::FirstNonReminder };
     let suffix_text = [default_suffix, SuffixText::FirstText, SuffixText::FirstNonReminder]
         .into_iter()
         .find(|s| !header.is_empty() && header.contains(&format!("cc_version={}.{};", cap.version, suffix_of(*s))))
@@ -579,7 +582,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
         betas: cap.betas.clone(),
         models,
         system_cache: SystemCache::default(),
-        proactive_agent_header: super::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
+        proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
         reminders: seed.reminders.clone(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
@@ -589,7 +592,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
 /// The tools with "The current month is <Month YYYY>" of the capture's
 /// `date` as `{{month_year}}` (see [`super::TOOL_VARS`]).
 fn month_templates(tools: &[Value], date: Option<&str>) -> Vec<Value> {
-    let Some(my) = date.and_then(super::month_year) else { return tools.to_vec() };
+    let Some(my) = date.and_then(crate::time::month_year) else { return tools.to_vec() };
     let from = format!("The current month is {my}");
     tools
         .iter()

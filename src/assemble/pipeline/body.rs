@@ -1,0 +1,61 @@
+//! Stage: the request of one turn — the billing header block first in
+//! `system`, then the turn's system blocks; the model (the what-if model,
+//! else the turn's assistant line's); `metadata`
+//! ([`crate::assemble::wire::metadata`]); the plan's params and betas; the
+//! custom id ([`crate::assemble::wire::custom_id`]).
+//!
+//! *Invariants.* Keys are in the client's order (`model, messages, system,
+//! tools, metadata`, params, `stream`), which [`crate::write`] serializes.
+
+use super::chain::ChainCtx;
+use super::normalize;
+use super::system::SystemParts;
+use crate::assemble::wire::{self, custom_id, id_session_part};
+use crate::assemble::{Body, Request};
+use crate::json::Json;
+
+/// The request of turn `n`, whose first entry is `first`.
+pub(crate) fn build_request<'a>(
+    cx: &ChainCtx<'a, '_>,
+    n: usize,
+    first: usize,
+    messages: Vec<&'a Json<'a>>,
+    system: SystemParts<'_, 'a>,
+    header: &str,
+) -> Request<'a> {
+    let bump = cx.bump;
+    let e = &cx.entries[first];
+    let mut blocks: Vec<&'a Json<'a>> = Vec::with_capacity(system.nodes.len() + 1);
+    blocks.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(header))));
+    blocks.extend_from_slice(system.nodes);
+    let mut system_keys = Vec::with_capacity(system.keys.len() + 1);
+    system_keys.push(None);
+    system_keys.extend_from_slice(system.keys);
+    let model = match &cx.plan.model {
+        Some(m) => Json::Str(bump.alloc_str(m)),
+        None => e.as_assistant().and_then(|a| a.model).map_or(Json::Null, Json::Str),
+    };
+    let session_id = e.env.session_id.unwrap_or("");
+    let body = Body {
+        model,
+        messages,
+        system: blocks,
+        system_keys,
+        tools: system.tools,
+        tools_key: system.tools_key,
+        metadata: wire::metadata(bump, cx.identity, session_id),
+        params: cx.statics.params.clone(),
+        stream: true,
+        betas: cx.statics.betas.clone(),
+    };
+    Request {
+        custom_id: custom_id(&id_session_part(cx.file.file, session_id), cx.agent_id, n),
+        session_id,
+        agent_id: cx.agent_id,
+        index: n,
+        file: cx.display,
+        line: e.line,
+        timestamp: e.env.timestamp,
+        body,
+    }
+}

@@ -1,0 +1,165 @@
+//! The values the stages of one chain share: [`ChainCtx`] (fixed for the
+//! chain: its entries, the plan, what each entry contributes) and
+//! [`ChainState`] (what one turn leaves for the next: the shape in force,
+//! the previous turn's message nodes, the reminders the running CLI process
+//! added). Built once per chain by [`ChainCtx::new`]; no stage reads the
+//! disk, the environment or the clock.
+
+use super::attachments::AttachmentRole;
+use super::normalize::{self, Piece};
+use super::plan::{Extras, Plan, Statics};
+use super::projection::Links;
+use super::reminders::process_first_prompts;
+use super::report::PipelineReport;
+use super::system::ShapeSystem;
+use crate::assemble::records::RecordOptions;
+use crate::corpus::{ParsedFile, Session};
+use crate::json::Json;
+use crate::model::content::BlockKind;
+use crate::model::entry::{Entry, EntryKind};
+use bumpalo::Bump;
+
+/// What every stage of one chain reads.
+pub(crate) struct ChainCtx<'a, 's> {
+    pub(crate) bump: &'a Bump,
+    pub(crate) file: &'s ParsedFile<'a, 's>,
+    pub(crate) entries: &'s [Entry<'a>],
+    /// The file's display name, in the arena (requests point at it).
+    pub(crate) display: &'a str,
+    pub(crate) agent_id: Option<&'a str>,
+    pub(crate) session: &'s Session<'a, 's>,
+    pub(crate) plan: &'s Plan,
+    pub(crate) statics: &'s Statics<'a>,
+    pub(crate) extras: &'s Extras,
+    pub(crate) identity: &'s RecordOptions,
+    pub(crate) links: Links<'a>,
+    /// The prompt the main chain gave this subagent, if it is one.
+    pub(crate) agent_prompt: Option<&'a str>,
+    /// `cc_entrypoint` of the billing header.
+    pub(crate) entrypoint: &'a str,
+    /// Each entry's piece, built once and shared by every turn.
+    pub(crate) pieces: Vec<Option<Piece<'a>>>,
+    /// [`Extras::user_context`] as a piece.
+    pub(crate) user_context: Option<Piece<'a>>,
+    /// [`Extras::per_process`] as a piece.
+    pub(crate) per_process: Option<Piece<'a>>,
+    /// Entry indices of the prompts that start a CLI process.
+    pub(crate) process_starts: Vec<usize>,
+}
+
+/// What one turn leaves for the next.
+#[derive(Default)]
+pub(crate) struct ChainState<'a> {
+    /// The newest `api-request-shape` read so far and how far it was read.
+    pub(crate) shape: Option<&'a Json<'a>>,
+    pub(crate) shape_line: usize,
+    /// The system blocks and tools of the current shape, built once per
+    /// shape.
+    pub(crate) shape_system: Option<ShapeSystem<'a>>,
+    /// The previous turn's messages (after pairing and media), for node
+    /// sharing.
+    pub(crate) prev_turn: Vec<&'a Json<'a>>,
+    /// Wire forms of message nodes already collapsed.
+    pub(crate) collapsed: rustc_hash::FxHashMap<*const Json<'a>, &'a Json<'a>>,
+    /// Reminders the running process added (entry index they follow, text).
+    pub(crate) anchored: Vec<(usize, &'a str)>,
+    /// The process start those reminders belong to.
+    pub(crate) anchored_process: Option<usize>,
+    /// The pieces of the turn being built (reused across turns).
+    pub(crate) scratch: Vec<Piece<'a>>,
+}
+
+impl<'a, 's> ChainCtx<'a, 's> {
+    /// The context of chain `file` (`agent_id`: a subagent's chain).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        bump: &'a Bump,
+        file: &'s ParsedFile<'a, 's>,
+        agent_id: Option<&'a str>,
+        session: &'s Session<'a, 's>,
+        plan: &'s Plan,
+        statics: &'s Statics<'a>,
+        extras: &'s Extras,
+        identity: &'s RecordOptions,
+        report: &mut PipelineReport,
+    ) -> Self {
+        let entries = &file.parsed.entries;
+        let entrypoint = entries
+            .iter()
+            .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
+            .find_map(|e| e.raw.get_str("entrypoint"))
+            .unwrap_or("cli");
+        let pieces = entries
+            .iter()
+            .map(|e| {
+                let p = normalize::piece_of_entry(bump, e);
+                if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
+                    && a.rendered.is_none()
+                {
+                    report.approximated_attachments += 1;
+                }
+                p
+            })
+            .collect();
+        ChainCtx {
+            bump,
+            file,
+            entries,
+            display: bump.alloc_str(&file.file.display),
+            agent_id,
+            session,
+            plan,
+            statics,
+            extras,
+            identity,
+            links: Links::new(entries),
+            agent_prompt: agent_id.and_then(|id| subagent_prompt(session, id)),
+            entrypoint,
+            pieces,
+            user_context: extras.user_context.as_deref().map(|t| Piece::User {
+                blocks: bump.alloc_slice_copy(&[normalize::text_block(bump, bump.alloc_str(t))]),
+                tool_results: false,
+            }),
+            per_process: extras.per_process.as_deref().map(|t| user_reminder(bump.alloc_str(t))),
+            process_starts: process_first_prompts(entries),
+        }
+    }
+}
+
+/// A user-role attachment piece of one text.
+pub(crate) fn user_reminder(text: &str) -> Piece<'_> {
+    Piece::Attachment { role: AttachmentRole::User, texts: smallvec::smallvec![text] }
+}
+
+/// The agent id of a chain: a subagent file's, or the one its sidechain
+/// lines name when every conversation line of the file is a sidechain (a
+/// 2.0.x agent transcript not named `agent-*.jsonl`), so the agent's
+/// request ids never collide with the main chain's.
+pub(crate) fn chain_agent_id<'a>(bump: &'a Bump, f: &ParsedFile<'a, '_>) -> Option<&'a str> {
+    if let crate::input::discover::FileKind::Subagent { agent_id, .. } = &f.file.kind {
+        return Some(bump.alloc_str(agent_id));
+    }
+    let mut conv = f.parsed.entries.iter().filter(|e| e.is_conversation());
+    let all_side = conv.clone().next().is_some() && conv.all(|e| e.env.is_sidechain);
+    let named = f.parsed.entries.iter().find(|e| e.is_conversation()).and_then(|e| e.env.agent_id);
+    if all_side { named } else { None }
+}
+
+/// The prompt the main transcript gave subagent `agent_id`: the `prompt`
+/// input of the tool call whose result names the agent
+/// (`toolUseResult.agentId`).
+fn subagent_prompt<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a str> {
+    let main = &session.main.as_ref()?.parsed.entries;
+    let call_id = main.iter().find_map(|e| {
+        let u = e.as_user()?;
+        (u.tool_use_result?.get_str("agentId")? == agent_id).then_some(())?;
+        u.content.blocks().iter().find_map(|b| match b.kind {
+            BlockKind::ToolResult { tool_use_id, .. } => Some(tool_use_id),
+            _ => None,
+        })
+    })?;
+    main.iter().filter_map(Entry::as_assistant).flat_map(|a| a.content.blocks()).find_map(|b| match b.kind {
+        BlockKind::ToolUse { id, input, .. } if id == call_id => input.get_str("prompt"),
+        _ => None,
+    })
+}

@@ -1,0 +1,134 @@
+//! The context-assembly pipeline: build every request of a session from the
+//! conversation itself, stage by stage (SPEC.md "The pipeline described by
+//! the seeds"), instead of replaying recorded requests.
+//!
+//! [`setup`] resolves, once per session, the profile, the environment and
+//! the what-if overrides into a [`Plan`] and its [`Extras`]. Then per chain
+//! (main transcript, then each subagent; [`chain::ChainCtx`]) and per turn
+//! (assistant API message, [`projection::turns`]), [`chain`] calls the
+//! stages in this fixed order, each one file and one function:
+//!
+//! | stage | file | does |
+//! |---|---|---|
+//! | projection | [`projection`] | the `parentUuid` path of the turn |
+//! | reminders | [`reminders`] | the running CLI process, the todo reminder |
+//! | pieces | [`pieces`] | entry pieces plus the profile's extra pieces |
+//! | normalize | [`normalize`] | pieces → API messages |
+//! | pairing | [`pairing`] | every `tool_use` answered, every result asked |
+//! | media | [`media`] | at most 100 media blocks |
+//! | leading user | [`leading_user`] | a user message first |
+//! | billing | [`billing`] | the billing header's text |
+//! | share | [`share`] | one node per message across turns |
+//! | breakpoints | [`breakpoints`] | the message cache breakpoint |
+//! | collapse | [`collapse`] | one-block messages as strings |
+//! | system | [`system`] | system blocks and tools |
+//! | body | [`body`] | the request |
+//!
+//! The system side of a session without recorded shapes is rendered by
+//! [`setup`] from the profile with [`contexts`], [`system_prompt`] and
+//! [`system_blocks`]; [`attachments`] renders attachment entries for
+//! [`normalize`].
+
+pub mod attachments;
+mod billing;
+mod body;
+pub mod breakpoints;
+mod chain;
+mod collapse;
+pub mod contexts;
+mod leading_user;
+pub mod media;
+pub mod normalize;
+pub mod pairing;
+mod pieces;
+pub mod plan;
+pub mod projection;
+mod reminders;
+pub mod report;
+pub mod setup;
+mod share;
+mod system;
+pub mod system_blocks;
+pub mod system_prompt;
+
+pub use leading_user::MISSING_START;
+pub use plan::{Extras, Plan, ShapeEdits, SystemSource};
+pub use report::{PairingRepairsTotal, PipelineReport};
+pub use setup::{Overrides, Setup};
+
+use super::Request;
+use super::records::RecordOptions;
+use crate::corpus::Session;
+use crate::diag::Diagnostic;
+use bumpalo::Bump;
+use chain::{ChainCtx, ChainState};
+use plan::Statics;
+
+/// What the pipeline produced for one session.
+#[derive(Debug, Default)]
+pub struct SessionPipeline<'a> {
+    pub requests: Vec<Request<'a>>,
+    pub report: PipelineReport,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Assemble every turn of `session` with `plan` and `extras`.
+pub fn assemble_pipeline<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    plan: &Plan,
+    extras: &Extras,
+    identity: &RecordOptions,
+) -> SessionPipeline<'a> {
+    let mut out = SessionPipeline::default();
+    let statics = Statics::new(bump, plan);
+    for f in session.files() {
+        let agent_id = chain::chain_agent_id(bump, f);
+        let cx = ChainCtx::new(bump, f, agent_id, session, plan, &statics, extras, identity, &mut out.report);
+        assemble_chain(&cx, &mut out);
+    }
+    out
+}
+
+/// Every turn of one chain, the stages in order (see the module docs).
+fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
+    let bump = cx.bump;
+    let mut st = ChainState::default();
+    for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
+        out.report.turns += 1;
+        let projected = projection::project(cx.entries, &cx.links, turn);
+        let current_start = reminders::anchor_reminders(cx, &mut st, turn.first, &projected);
+        pieces::gather_pieces(cx, &mut st, &projected, current_start);
+        let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
+        let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
+        let (mut messages, stripped) = media::limit_media(bump, &messages);
+        let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
+        count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
+        let header = billing::billing_header(cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
+        share::share_with_previous(&mut messages, &mut st.prev_turn);
+        breakpoints::add_cache_breakpoints(bump, &mut messages, cx.statics.cache_control);
+        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
+        match system::select_system(cx, &mut st, turn.first) {
+            Ok(system) => out.requests.push(body::build_request(cx, n, turn.first, messages, system, &header)),
+            Err(d) => out.diagnostics.push(d),
+        }
+    }
+}
+
+/// Add one request's repairs to the session's counts.
+fn count_repairs(
+    r: &mut PipelineReport,
+    nrep: &normalize::Report,
+    prep: &pairing::PairingRepairs,
+    stripped: usize,
+    inserted: bool,
+) {
+    r.thinking_only_dropped += nrep.dropped_thinking_only as u64;
+    r.empty_assistant_dropped += nrep.dropped_empty_assistant as u64;
+    r.pairing.add(prep);
+    r.media_stripped += stripped as u64;
+    r.leading_user_inserted += u64::from(inserted);
+    if prep.any() || stripped > 0 || inserted {
+        r.requests_repaired += 1;
+    }
+}

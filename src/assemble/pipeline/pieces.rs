@@ -1,0 +1,45 @@
+//! Stage: the pieces of one turn, in order — the prepended user context,
+//! then for each projected entry its own piece, the per-process reminder
+//! on the prompt that started the running CLI process, the reminders
+//! anchored after it, and the memory rules a `Read` result brought in.
+//!
+//! *Why.* 2.1.88 adds these pieces in memory (seeds `prependUserContext`,
+//! the skills listing, `TODO_REMINDER_CONFIG`, conditional rules); the
+//! transcript holds only the entries. 2.1.3xx writes everything as
+//! attachments, so for it only the entries' pieces are gathered.
+//!
+//! *Invariants.* The output is rebuilt from scratch every turn
+//! ([`ChainState::scratch`] is only reused for its allocation).
+
+use super::chain::{ChainCtx, ChainState, user_reminder};
+use super::normalize::Piece;
+
+/// Fill `st.scratch` with the pieces of a turn whose projected entries are
+/// `projected` and whose CLI process started at `current_start`.
+pub(crate) fn gather_pieces<'a>(
+    cx: &ChainCtx<'a, '_>,
+    st: &mut ChainState<'a>,
+    projected: &[usize],
+    current_start: Option<usize>,
+) {
+    let out = &mut st.scratch;
+    out.clear();
+    out.extend(cx.user_context.iter().cloned());
+    for &i in projected {
+        out.extend(cx.pieces[i].iter().cloned());
+        if current_start == Some(i) {
+            out.extend(cx.per_process.iter().cloned());
+        }
+        out.extend(st.anchored.iter().filter(|(a, _)| *a == i).map(|&(_, text)| user_reminder(text)));
+        out.extend(read_reminders(cx, i).iter().map(|r| -> Piece<'a> { user_reminder(cx.bump.alloc_str(r)) }));
+    }
+}
+
+/// Reminders to add after the tool result of entry `i`.
+fn read_reminders<'x>(cx: &ChainCtx<'_, 'x>, i: usize) -> &'x [String] {
+    let extras = cx.extras;
+    if extras.after_read.is_empty() {
+        return &[];
+    }
+    cx.entries[i].env.uuid.and_then(|u| extras.after_read.get(u)).map_or(&[], Vec::as_slice)
+}

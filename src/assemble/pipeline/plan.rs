@@ -1,0 +1,207 @@
+//! The pipeline's plan for one session: everything the stages need from the
+//! profile, the environment and the what-if overrides, resolved once by
+//! [`super::setup`] (a [`Plan`] and its [`Extras`]), then converted once
+//! into arena values ([`Statics`]) for the chains of that session.
+//!
+//! A plan holds data, not behaviour: each field is read by one stage, and
+//! the profile's [`crate::profile::Layout`] fields decide their values.
+
+use super::normalize::Rules;
+use crate::diag::DiagKind;
+use crate::json::Json;
+use crate::json::writer;
+use crate::profile::{Profile, SuffixText};
+use bumpalo::Bump;
+use std::collections::HashMap;
+
+/// Where a request's system blocks and tools come from.
+#[derive(Debug, Clone)]
+pub enum SystemSource {
+    /// The session's `api-request-shape` written before the turn (2.1.3xx):
+    /// its blocks each get the breakpoint's `cache_control`, after the
+    /// what-if edits.
+    SessionShape(ShapeEdits),
+    /// Blocks and tools rendered once for the session (from the profile).
+    Rendered { blocks: Vec<serde_json::Value>, tools: Option<serde_json::Value> },
+}
+
+/// What-if changes to a session's recorded system prompt and tools.
+#[derive(Debug, Clone, Default)]
+pub struct ShapeEdits {
+    /// Replaces the CLI prefix (first shape block).
+    pub prefix: Option<String>,
+    /// Replaces the blocks after the prefix with one block.
+    pub prompt: Option<String>,
+    /// Appended to the last block after `"\n\n"` (2.1.328
+    /// append-system-prompt capture).
+    pub append: Option<String>,
+    /// Replaces the tool list.
+    pub tools: Option<serde_json::Value>,
+}
+
+impl ShapeEdits {
+    /// No edit at all.
+    pub fn is_empty(&self) -> bool {
+        self.prefix.is_none() && self.prompt.is_none() && self.append.is_none() && self.tools.is_none()
+    }
+}
+
+/// What the message and body stages need, resolved for one session.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub system: SystemSource,
+    /// Body params after `metadata`, in wire order (`max_tokens`,
+    /// `thinking`, `context_management`, `output_config`).
+    pub params: Vec<(String, serde_json::Value)>,
+    /// `anthropic-beta` header values.
+    pub betas: Vec<String>,
+    /// Salt of the billing header's suffix (the profile's `billing.salt`).
+    pub billing_salt: String,
+    /// Appended to the billing header (2.1.88: `" cch=00000;"`).
+    pub billing_extra: String,
+    /// Which text feeds the billing header's suffix.
+    pub billing_text: SuffixText,
+    /// Param names copied into every `role: system` message (2.1.328:
+    /// `output_config`).
+    pub system_message_params: Vec<String>,
+    /// System-role attachments become user text (no system turns).
+    pub system_attachments_as_user: bool,
+    /// Attachment text after a string tool result is joined to it (2.1.88).
+    pub attachments_into_tool_result: bool,
+    /// The message breakpoint's `cache_control` value.
+    pub cache_control: serde_json::Value,
+    /// Replaces the model of every request (what-if `--model`).
+    pub model: Option<String>,
+}
+
+impl Plan {
+    /// The plan of `profile` with no override: the session's own system
+    /// prompt and tools (`api-request-shape`), the profile's params, betas,
+    /// billing rule and layout fields.
+    pub fn of_profile(profile: &Profile) -> Self {
+        let l = &profile.layout;
+        Plan {
+            system: SystemSource::SessionShape(ShapeEdits::default()),
+            params: profile.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            betas: profile.betas.clone(),
+            billing_salt: profile.billing.salt.clone(),
+            billing_extra: profile.billing.cch.clone().unwrap_or_default(),
+            billing_text: profile.billing.suffix_text,
+            system_message_params: l.system_message_params.clone(),
+            system_attachments_as_user: l.system_attachments_as_user,
+            attachments_into_tool_result: l.attachments_into_tool_result,
+            cache_control: serde_json::json!({"type": "ephemeral"}),
+            model: None,
+        }
+    }
+
+    /// [`Plan::of_profile`] of the built-in `cc-2.1.328` profile (what the
+    /// 2.1.3xx captures show).
+    pub fn cc_2_1_328() -> Self {
+        Plan::of_profile(&Profile::builtin_cc_2_1_328())
+    }
+}
+
+/// Pieces the transcript does not hold, added by the profile.
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// A meta user message put first in every request (seed
+    /// `prependUserContext`).
+    pub user_context: Option<String>,
+    /// A reminder attached to the first prompt of every CLI process (2.1.88
+    /// skills listing; a process starts at the file start or after a
+    /// `last-prompt` line).
+    pub per_process: Option<String>,
+    /// Reminders attached after a tool result, by the uuid of its entry
+    /// (conditional memory rules brought in by a `Read`).
+    pub after_read: HashMap<String, Vec<String>>,
+    /// Problems found while preparing (memory includes refused…), reported
+    /// as diagnostics of the session.
+    pub warnings: Vec<(DiagKind, String)>,
+    /// The todo reminder: its text and after how many assistant lines
+    /// without a `TodoWrite` call (or since the last reminder) it is
+    /// attached after the newest message. It stays in the requests that
+    /// follow in the same process (2.1.88 keeps attachments in memory, not
+    /// in the transcript; seeds: `TODO_REMINDER_CONFIG`, 10 turns; checked on
+    /// long-session, where the 10th assistant line triggers it).
+    pub todo_reminder: Option<(String, usize)>,
+}
+
+/// A plan's values converted once per session into the arena.
+pub(crate) struct Statics<'a> {
+    pub(crate) params: Vec<(&'a str, Json<'a>)>,
+    pub(crate) cache_control: Json<'a>,
+    /// Rendered system blocks (one node each for the whole session) and
+    /// their segment keys (xxh3-128 of their bytes, computed once).
+    pub(crate) system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    pub(crate) tools: Option<&'a Json<'a>>,
+    pub(crate) tools_key: Option<u128>,
+    pub(crate) betas: Vec<&'a str>,
+    /// The normalization rules of the plan.
+    pub(crate) rules: Rules<'a>,
+}
+
+/// The segment key of a value: xxh3-128 of its bytes.
+pub(crate) fn content_key(v: &Json<'_>) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(&writer::to_vec(v))
+}
+
+impl<'a> Statics<'a> {
+    pub(crate) fn new(bump: &'a Bump, plan: &Plan) -> Self {
+        let params: Vec<(&'a str, Json<'a>)> =
+            plan.params.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect();
+        let system_extra =
+            params.iter().filter(|(k, _)| plan.system_message_params.iter().any(|p| p == k)).copied().collect();
+        let alloc = |v: &serde_json::Value| &*bump.alloc(Json::from_serde(bump, v));
+        let (system, tools) = match &plan.system {
+            SystemSource::SessionShape(edits) => (None, edits.tools.as_ref().map(alloc)),
+            SystemSource::Rendered { blocks, tools } => {
+                let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
+                let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+                (Some((nodes, keys)), tools.as_ref().map(alloc))
+            }
+        };
+        Statics {
+            params,
+            cache_control: Json::from_serde(bump, &plan.cache_control),
+            system,
+            tools_key: tools.map(content_key),
+            tools,
+            betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
+            rules: Rules {
+                system_message_extra: system_extra,
+                system_attachments_as_user: plan.system_attachments_as_user,
+                attachments_into_tool_result: plan.attachments_into_tool_result,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_plan_is_the_profile_data() {
+        let p = Profile::builtin_cc_2_1_328();
+        let plan = Plan::cc_2_1_328();
+        // One source of truth: the betas and params are the profile's.
+        assert_eq!(plan.betas, p.betas);
+        assert_eq!(plan.betas.len(), 8);
+        let keys: Vec<&str> = plan.params.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["max_tokens", "thinking", "context_management", "output_config"]);
+        assert_eq!(plan.system_message_params, ["output_config"]);
+        assert_eq!(plan.billing_salt, crate::assemble::wire::BILLING_SALT);
+        assert!(matches!(plan.system, SystemSource::SessionShape(ref e) if e.is_empty()));
+    }
+
+    #[test]
+    fn statics_pick_the_system_message_params() {
+        let bump = Bump::new();
+        let s = Statics::new(&bump, &Plan::cc_2_1_328());
+        let extra: Vec<&str> = s.rules.system_message_extra.iter().map(|(k, _)| *k).collect();
+        assert_eq!(extra, ["output_config"]);
+        assert!(s.system.is_none() && s.tools.is_none());
+        assert_eq!(writer::to_vec(&s.cache_control), br#"{"type":"ephemeral"}"#);
+    }
+}

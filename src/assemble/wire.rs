@@ -1,0 +1,182 @@
+//! Wire rules shared by record replay and the pipeline: the billing header,
+//! `metadata.user_id`, the plain-string form of one-block messages, and the
+//! requests' custom ids. Each rule is written once here; `records` and the
+//! pipeline's stages call it.
+//!
+//! The billing header is `x-anthropic-billing-header: cc_version=<version>.<3
+//! hex>; cc_entrypoint=<entrypoint>;<extra>` (`extra` is 2.1.88's
+//! ` cch=00000;`). The 3 hex are the first three hex digits of
+//! SHA-256(salt + c4 + c7 + c20 + version), where cN is the Nth character
+//! (UTF-16 unit) of the first user text (which text: the profile's
+//! `billing.suffix_text`) or `0` when the text is shorter; the salt is the
+//! profile's (`59cf53e54c78` in every release captured). This rule is
+//! described publicly by third parties; it was checked here on all 28
+//! captured sessions of `../shared/corpora`.
+
+use super::pipeline::normalize::with_member;
+use super::records::RecordOptions;
+use crate::json::Json;
+use crate::json::writer::{self, hex};
+use bumpalo::Bump;
+use sha2::{Digest, Sha256};
+
+/// The salt of the billing header suffix of every release captured (the
+/// default of a profile's `billing.salt`; record replay, which has no
+/// profile, uses it too).
+pub const BILLING_SALT: &str = "59cf53e54c78";
+
+/// The billing header's text: `x-anthropic-billing-header:
+/// cc_version=<version>.<suffix>; cc_entrypoint=<entrypoint>;<extra>`.
+pub fn billing_header(version: &str, suffix: &str, entrypoint: &str, extra: &str) -> String {
+    format!("x-anthropic-billing-header: cc_version={version}.{suffix}; cc_entrypoint={entrypoint};{extra}")
+}
+
+/// The billing header's 3-hex suffix for a first user text.
+pub fn billing_suffix(salt: &str, first_text: &str, version: &str) -> String {
+    let units: Vec<u16> = first_text.encode_utf16().collect();
+    let mut h = Sha256::new();
+    h.update(salt.as_bytes());
+    for i in [4usize, 7, 20] {
+        match units.get(i) {
+            Some(&u) => {
+                let s = String::from_utf16_lossy(&[u]);
+                h.update(s.as_bytes());
+            }
+            None => h.update(b"0"),
+        }
+    }
+    h.update(version.as_bytes());
+    let digest: [u8; 32] = h.finalize().into();
+    hex(&digest)[..3].to_string()
+}
+
+/// The first text of a message's content that is not a `<system-reminder>`.
+pub fn first_user_text<'a>(msg: &Json<'a>) -> &'a str {
+    match msg.get("content") {
+        Some(Json::Str(s)) => s,
+        Some(Json::Arr(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get_str("type") == Some("text"))
+            .filter_map(|b| b.get_str("text"))
+            .find(|t| !t.starts_with("<system-reminder>"))
+            .unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// The wire form of a message without cache control: a user or system
+/// message made of one plain text block is sent as a string.
+pub fn collapse<'a>(bump: &'a Bump, m: &'a Json<'a>) -> &'a Json<'a> {
+    let role = m.get_str("role");
+    if !matches!(role, Some("user") | Some("system")) {
+        return m;
+    }
+    let Some(Json::Arr([block])) = m.get("content") else { return m };
+    let plain = matches!(
+        block.as_object(),
+        Some(
+            [("type", Json::Str("text")), ("text", Json::Str(_))]
+                | [("text", Json::Str(_)), ("type", Json::Str("text"))]
+        )
+    );
+    if !plain {
+        return m;
+    }
+    let Some(text) = block.get("text") else { return m };
+    match with_member(bump, m, "content", *text) {
+        Some(v) => bump.alloc(v),
+        None => m,
+    }
+}
+
+/// The session part of the custom ids of `file`'s requests: the session id,
+/// and the file's name too when the file is a main transcript not named
+/// `<session id>.jsonl` (an excerpt or a copy: real transcripts always are),
+/// so two files that carry one session id never give the same id.
+pub fn id_session_part<'s>(
+    file: &crate::input::discover::TranscriptFile,
+    session_id: &'s str,
+) -> std::borrow::Cow<'s, str> {
+    if file.is_subagent() {
+        return std::borrow::Cow::Borrowed(session_id);
+    }
+    match file.path.file_stem().and_then(|s| s.to_str()) {
+        Some(stem) if !stem.is_empty() && stem != session_id => std::borrow::Cow::Owned(format!("{session_id}_{stem}")),
+        _ => std::borrow::Cow::Borrowed(session_id),
+    }
+}
+
+/// A custom_id valid for the Message Batches API (`[A-Za-z0-9_-]{1,64}`).
+pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
+    let clean = |s: &str| -> String {
+        s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
+    };
+    let id = match agent_id {
+        Some(a) => format!("{}_{}_{n}", clean(session_id), clean(a)),
+        None => format!("{}_{n}", clean(session_id)),
+    };
+    if id.len() <= 64 {
+        return id;
+    }
+    // Too long: keep a prefix and make it unique with a hash of the whole.
+    let h = xxhash_rust::xxh3::xxh3_64(id.as_bytes());
+    let tail = format!("_{h:016x}_{n}");
+    format!("{}{tail}", &id[..64 - tail.len()])
+}
+
+/// The first text of a message's content (a string content, or the first
+/// block that has a `text`), reminder or not (2.1.88's billing text).
+pub fn first_block_text<'a>(m: &Json<'a>) -> &'a str {
+    match m.get("content") {
+        Some(Json::Str(s)) => s,
+        Some(Json::Arr(blocks)) => blocks.iter().find_map(|b| b.get_str("text")).unwrap_or(""),
+        _ => "",
+    }
+}
+
+/// `metadata`: `{"user_id": …}` with the JSON text
+/// `{"device_id":…,"account_uuid":…,"session_id":…}` Claude Code 2.1.x sends.
+pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str) -> Json<'a> {
+    let mut s = Vec::with_capacity(160);
+    s.extend_from_slice(b"{\"device_id\":");
+    writer::write_str(&mut s, &identity.device_id);
+    s.extend_from_slice(b",\"account_uuid\":");
+    writer::write_str(&mut s, &identity.account_uuid);
+    s.extend_from_slice(b",\"session_id\":");
+    writer::write_str(&mut s, session_id);
+    s.push(b'}');
+    let s = bump.alloc_str(&String::from_utf8_lossy(&s));
+    Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(s))]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn billing_suffix_matches_captured_headers() {
+        // (first prompt, suffix) pairs from the 2.1.328 captures' wire.jsonl.
+        for (text, want) in [
+            ("hi", "ce7"),
+            ("hello", "661"),
+            ("compare a.txt and b.txt", "3b3"),
+            ("first: show notes", "f3c"),
+            ("what year is it per the shell?", "a63"),
+        ] {
+            assert_eq!(billing_suffix(BILLING_SALT, text, "2.1.328"), want, "{text}");
+        }
+        // 2.1.88 hashed its first block, the skills reminder: always e09.
+        assert_eq!(
+            billing_suffix(BILLING_SALT, "<system-reminder>\nThe following skills are available", "2.1.88"),
+            "e09"
+        );
+    }
+
+    #[test]
+    fn billing_header_form() {
+        assert_eq!(
+            billing_header("2.1.88", "e09", "sdk-cli", " cch=00000;"),
+            "x-anthropic-billing-header: cc_version=2.1.88.e09; cc_entrypoint=sdk-cli; cch=00000;"
+        );
+    }
+}

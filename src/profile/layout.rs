@@ -1,0 +1,111 @@
+//! A release's layout: how it carries context and builds the system side of
+//! a request, as named fields of its profile. Each field is one choice a
+//! pipeline stage reads; a new release era is a profile whose fields say
+//! what its captures show, not code that names the release.
+//!
+//! In a profile file, `layout` is either an object of these fields or,
+//! as profiles written before the fields existed have it, the name of a
+//! built-in profile (`"seed"`, `"cc-2.1.328"`) whose layout it means.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// How a release lays its requests out (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Layout {
+    /// The layout's name, for messages (`seed`, `cc-2.1.328`).
+    pub name: String,
+    /// The transcript records each request's system blocks and tools
+    /// (`api-request-shape`, 2.1.3xx): a session that has them uses them.
+    pub system_from_shape: bool,
+    /// The default prompt has a static/dynamic boundary (2.1.88): its static
+    /// sections are sent verbatim in a block of their own (global cache
+    /// scope), the dynamic ones rendered after the boundary marker. Without
+    /// it (2.1.328) every section is rendered and there is no marker.
+    pub dynamic_boundary: bool,
+    /// The system context (gitStatus) is the default prompt's last section
+    /// (2.1.88); otherwise it travels as an attachment in the transcript.
+    pub system_context_in_prompt: bool,
+    /// The user context (claudeMd, currentDate) is a meta user message put
+    /// before the conversation (2.1.88 `prependUserContext`); otherwise it
+    /// travels as an attachment in the transcript.
+    pub user_context_message: bool,
+    /// The skills listing rides on the first prompt of each CLI process
+    /// (2.1.88); otherwise it is an attachment in the transcript.
+    pub skills_per_process: bool,
+    /// The profile's todo reminder is added after enough assistant lines
+    /// without a `TodoWrite` call (2.1.88).
+    pub todo_reminder: bool,
+    /// Conditional memory rules are sent after the first `Read` of a
+    /// matching file (2.1.88).
+    pub rules_after_read: bool,
+    /// Attachment text after a string tool result is joined to that result
+    /// (2.1.88).
+    pub attachments_into_tool_result: bool,
+    /// System-role attachments are sent as user text (a layout without
+    /// `role: "system"` turns).
+    pub system_attachments_as_user: bool,
+    /// Params copied into every `role: "system"` message when the system
+    /// prompt comes from the session's shapes (2.1.328: `output_config`).
+    pub system_message_params: Vec<String>,
+}
+
+/// `layout` as a profile file may write it: the fields, or a built-in's
+/// name.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum LayoutSpec {
+    Name(String),
+    Fields(Layout),
+}
+
+/// Read a profile's `layout` member (see the module docs).
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Layout, D::Error> {
+    match LayoutSpec::deserialize(d)? {
+        LayoutSpec::Fields(l) => Ok(l),
+        LayoutSpec::Name(name) => match super::builtin_text(&name) {
+            Some(text) => serde_json::from_str::<super::Profile>(text)
+                .map(|p| p.layout)
+                .map_err(|e| serde::de::Error::custom(format!("built-in profile {name}: {e}"))),
+            None => Err(serde::de::Error::custom(format!(
+                "unknown layout {name:?} (a layout object, or the name of a built-in profile: {})",
+                super::BUILTIN.join(", ")
+            ))),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Profile;
+
+    #[test]
+    fn a_name_means_the_builtin_layout() {
+        let seed = Profile::load("seed").unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(&seed.to_json()).unwrap();
+        v["layout"] = "seed".into();
+        let old: Profile = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(old.layout, seed.layout);
+        v["layout"] = "cc-2.1.328".into();
+        let old: Profile = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(old.layout, Profile::load("cc-2.1.328").unwrap().layout);
+        v["layout"] = "2.0.x".into();
+        let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
+        assert!(err.contains("unknown layout \"2.0.x\""), "{err}");
+    }
+
+    #[test]
+    fn builtin_layouts_are_the_captures_choices() {
+        let seed = Profile::load("seed").unwrap().layout;
+        assert_eq!(seed.name, "seed");
+        assert!(seed.dynamic_boundary && seed.system_context_in_prompt && seed.user_context_message);
+        assert!(seed.skills_per_process && seed.todo_reminder && seed.rules_after_read);
+        assert!(seed.attachments_into_tool_result && !seed.system_from_shape);
+        let cc = Profile::load("cc-2.1.328").unwrap().layout;
+        assert_eq!(cc.name, "cc-2.1.328");
+        assert!(cc.system_from_shape && !cc.dynamic_boundary && !cc.system_context_in_prompt);
+        assert!(!cc.user_context_message && !cc.skills_per_process && !cc.todo_reminder && !cc.rules_after_read);
+        assert!(!cc.attachments_into_tool_result && !cc.system_attachments_as_user);
+        assert_eq!(cc.system_message_params, ["output_config"]);
+    }
+}

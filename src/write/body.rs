@@ -1,0 +1,158 @@
+//! A request body's bytes, as the client wrote them: `{"model":…,
+//! "messages":[…],"system":[…],"tools":…,"metadata":…,<params>,
+//! "stream":true}`, with [`crate::json::writer`] for every value.
+//!
+//! Static segments (shape system blocks, tool lists) are serialized once per
+//! thread through a [`SegmentCache`]; a message node kept across a session's
+//! requests is copied from where it was written before ([`MessageSpans`]).
+
+use crate::assemble::Body;
+use crate::json::{Json, writer};
+
+/// Cache of serialized static segments (shape system blocks, tool lists),
+/// keyed by a stable key ([`Body::system_keys`], [`Body::tools_key`]):
+/// each distinct one is serialized once per thread and reused as bytes.
+#[derive(Default)]
+pub struct SegmentCache {
+    map: rustc_hash::FxHashMap<u128, (u128, std::sync::Arc<[u8]>)>,
+}
+
+/// The cache forgets everything past this many entries (distinct shapes are
+/// few; this only bounds a pathological corpus).
+const CACHE_LIMIT: usize = 4096;
+
+impl SegmentCache {
+    /// Serialized bytes and content hash (xxh3-128) of `v`, cached under `key`.
+    pub fn get(&mut self, key: Option<u128>, v: &Json<'_>) -> (u128, std::sync::Arc<[u8]>) {
+        let Some(key) = key else {
+            let bytes = writer::to_vec(v);
+            return (xxhash_rust::xxh3::xxh3_128(&bytes), bytes.into());
+        };
+        if let Some(hit) = self.map.get(&key) {
+            return hit.clone();
+        }
+        if self.map.len() >= CACHE_LIMIT {
+            self.map.clear();
+        }
+        let bytes = writer::to_vec(v);
+        let entry = (xxhash_rust::xxh3::xxh3_128(&bytes), std::sync::Arc::<[u8]>::from(bytes));
+        self.map.insert(key, entry.clone());
+        entry
+    }
+}
+
+/// `{"model":…,"messages":[` — the bytes before the first message.
+pub fn body_head(out: &mut Vec<u8>, body: &Body<'_>) {
+    out.extend_from_slice(b"{\"model\":");
+    writer::write(out, &body.model);
+    out.extend_from_slice(b",\"messages\":[");
+}
+
+/// Everything after the tool list: metadata, params, stream, `}`.
+pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
+    out.extend_from_slice(b",\"metadata\":");
+    writer::write(out, &body.metadata);
+    for (k, v) in &body.params {
+        out.push(b',');
+        writer::write_str(out, k);
+        out.push(b':');
+        writer::write(out, v);
+    }
+    if body.stream {
+        out.extend_from_slice(b",\"stream\":true");
+    }
+    out.push(b'}');
+}
+
+/// Serialize `body` as the client did; static segments come from `cache`.
+pub fn write_body(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache) {
+    write_body_reusing(out, body, cache, &mut MessageSpans::default());
+}
+
+/// Where each message node was already written in an output buffer
+/// (offset, length), so a message kept across a session's requests is
+/// copied instead of serialized again. Valid for one buffer that only grows.
+#[derive(Default)]
+pub struct MessageSpans {
+    map: rustc_hash::FxHashMap<usize, (usize, usize)>,
+}
+
+/// [`write_body`] into a buffer that already holds earlier requests of the
+/// same session: messages written before (same node) are copied from it.
+pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
+    body_head(out, body);
+    for (i, m) in body.messages.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let key = *m as *const Json<'_> as usize;
+        match spans.map.get(&key) {
+            Some(&(at, len)) if at + len <= out.len() => out.extend_from_within(at..at + len),
+            _ => {
+                let at = out.len();
+                writer::write(out, m);
+                spans.map.insert(key, (at, out.len() - at));
+            }
+        }
+    }
+    out.extend_from_slice(b"],\"system\":[");
+    for (i, s) in body.system.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let key = body.system_keys.get(i).copied().flatten();
+        if key.is_some() {
+            out.extend_from_slice(&cache.get(key, s).1);
+        } else {
+            writer::write(out, s);
+        }
+    }
+    out.push(b']');
+    if let Some(tools) = body.tools {
+        out.extend_from_slice(b",\"tools\":");
+        if body.tools_key.is_some() {
+            out.extend_from_slice(&cache.get(body.tools_key, tools).1);
+        } else {
+            writer::write(out, tools);
+        }
+    }
+    body_tail(out, body);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::Json;
+
+    #[test]
+    fn body_layout_and_cache_reuse() {
+        let msgs = [Json::Str("m1"), Json::Str("m2")];
+        let sys = [Json::Str("s")];
+        let tools = Json::Arr(&[]);
+        let body = Body {
+            model: Json::Str("claude"),
+            messages: msgs.iter().collect(),
+            system: sys.iter().collect(),
+            system_keys: vec![Some(7)],
+            tools: Some(&tools),
+            tools_key: Some(8),
+            metadata: Json::Obj(&[("user_id", Json::Str("{\"x\":1}"))]),
+            params: vec![("max_tokens", Json::U64(5))],
+            stream: true,
+            betas: vec![],
+        };
+        let mut cache = SegmentCache::default();
+        let mut out = Vec::new();
+        write_body(&mut out, &body, &mut cache);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            r#"{"model":"claude","messages":["m1","m2"],"system":["s"],"tools":[],"metadata":{"user_id":"{\"x\":1}"},"max_tokens":5,"stream":true}"#
+        );
+        // A second body with the same keys reuses the cached bytes.
+        let other = [Json::Str("not used")];
+        let body2 = Body { system: other.iter().collect(), ..body.clone() };
+        let mut out2 = Vec::new();
+        write_body(&mut out2, &body2, &mut cache);
+        assert_eq!(out2, out);
+    }
+}
