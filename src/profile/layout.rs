@@ -3,11 +3,13 @@
 //! pipeline stage reads; a new release era is a profile whose fields say
 //! what its captures show, not code that names the release.
 //!
-//! In a profile file, `layout` is either an object of these fields or,
-//! as profiles written before the fields existed have it, the name of a
-//! built-in profile (`"seed"`, `"cc-2.1.328"`) whose layout it means.
+//! In a profile file, `layout` is either an object of these fields or the
+//! name of a built-in profile (`"seed"`, `"cc-2.1.328"`) whose layout it
+//! means. The built-in profiles define their layouts as objects; a profile
+//! whose layout equals a built-in's is written with the name (as every
+//! profile was before the fields existed).
 
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How a release lays its requests out (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -75,6 +77,18 @@ pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Layout, D::
     }
 }
 
+/// Write a profile's `layout` member: the built-in's name when it is a
+/// built-in's layout, else the fields.
+pub(crate) fn serialize<S: Serializer>(layout: &Layout, s: S) -> Result<S::Ok, S::Error> {
+    let builtin = super::builtin_text(&layout.name)
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .and_then(|v| serde_json::from_value::<Layout>(v.get("layout")?.clone()).ok());
+    match builtin {
+        Some(b) if &b == layout => s.serialize_str(&layout.name),
+        _ => layout.serialize(s),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::Profile;
@@ -89,6 +103,13 @@ mod tests {
         v["layout"] = "cc-2.1.328".into();
         let old: Profile = serde_json::from_value(v.clone()).unwrap();
         assert_eq!(old.layout, Profile::load("cc-2.1.328").unwrap().layout);
+        // A built-in's layout is written by name, any other as fields.
+        assert_eq!(serde_json::to_value(&seed).unwrap()["layout"], "seed");
+        let mut changed = seed.clone();
+        changed.layout.todo_reminder = false;
+        assert_eq!(serde_json::to_value(&changed).unwrap()["layout"]["todo_reminder"], false);
+        let back: Profile = serde_json::from_str(&changed.to_json()).unwrap();
+        assert_eq!(back.layout, changed.layout);
         v["layout"] = "2.0.x".into();
         let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
         assert!(err.contains("unknown layout \"2.0.x\""), "{err}");

@@ -249,7 +249,7 @@ pub struct Profile {
     /// Profile name.
     pub name: String,
     /// How the release lays a request out ([`Layout`]).
-    #[serde(deserialize_with = "layout::deserialize")]
+    #[serde(deserialize_with = "layout::deserialize", serialize_with = "layout::serialize")]
     pub layout: Layout,
     /// CLI version (`2.1.88`), as in the billing header.
     pub version: String,
