@@ -9,6 +9,8 @@
 //! `tests/fixtures/cc-2.1.88/<scenario>/env/`) or from the transcript with
 //! documented defaults ([`SessionEnv::from_transcript`]).
 
+pub mod memory;
+
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
