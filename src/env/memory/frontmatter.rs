@@ -27,12 +27,20 @@ pub(super) fn parse_frontmatter_paths(raw: &str) -> (&str, Vec<String>) {
 /// `FRONTMATTER_REGEX = /^---\s*\n([\s\S]*?)---\s*\n?/`: the YAML text and
 /// the content after the match (all whitespace after the closing `---` is
 /// part of the match).
-pub(super) fn split_frontmatter(raw: &str) -> Option<(&str, &str)> {
+pub(in crate::env) fn split_frontmatter(raw: &str) -> Option<(&str, &str)> {
     let s = raw.strip_prefix("---")?;
     let ws = s.len() - s.trim_start_matches(js_space).len();
     let body = &s[s[..ws].rfind('\n')? + 1..];
     let close = body.find("---")?;
     Some((&body[..close], body[close + 3..].trim_start_matches(js_space)))
+}
+
+/// The `key: value` lines of a frontmatter's YAML, in order: split at the
+/// first `:`, the key trimmed, the value a [`yaml_scalar`]. Lines without a
+/// `:` are skipped; nested maps and block scalars are not understood (a
+/// `SKILL.md` uses neither for the fields read).
+pub(in crate::env) fn fields(yaml: &str) -> Vec<(String, String)> {
+    yaml.lines().filter_map(|line| line.split_once(':')).map(|(k, v)| (k.trim().to_owned(), yaml_scalar(v))).collect()
 }
 
 /// The `paths` value of the YAML frontmatter as a list of strings (a scalar
@@ -65,7 +73,7 @@ fn frontmatter_paths(yaml: &str) -> Vec<String> {
 
 /// A YAML scalar: quoted (`"…"` with escapes, `'…'`) or plain (a ` #`
 /// comment cut).
-pub(super) fn yaml_scalar(s: &str) -> String {
+fn yaml_scalar(s: &str) -> String {
     let s = s.trim();
     if let Some(inner) = s.strip_prefix('"').and_then(|r| r.rfind('"').map(|i| &r[..i])) {
         let mut out = String::new();
@@ -151,6 +159,13 @@ fn expand_braces(p: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_are_yaml_scalars() {
+        let (yaml, body) = split_frontmatter("---\ndescription: \"D\" \nwhen_to_use: w # c\nno colon\n---\nb").unwrap();
+        assert_eq!(body, "b");
+        assert_eq!(fields(yaml), [("description".into(), "D".into()), ("when_to_use".into(), "w".into())]);
+    }
 
     #[test]
     fn frontmatter_forms() {
