@@ -2,7 +2,7 @@
 //! `~/.claude` and of its project's `.claude`, read into [`Skill`] values.
 //!
 //! Only reads and parses (the frontmatter with the one parser of
-//! [`super::memory::frontmatter`]); the skills-listing reminder built from
+//! `env::memory::frontmatter`); the skills-listing reminder built from
 //! them is rendered by `assemble::contexts`.
 
 use super::memory::frontmatter::{fields, split_frontmatter};

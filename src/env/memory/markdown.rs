@@ -292,6 +292,45 @@ fn html_block(src: &str, lt: usize, le: usize, prev_para: bool) -> Option<(usize
     None
 }
 
+/// The end of a fenced block inside a block quote opened on the line ending
+/// at `from`: after its closing fence line, the last quoted line, or the end.
+fn quoted_fence_end(src: &str, from: usize, ch: u8, n: usize) -> usize {
+    let mut end = from;
+    while end < src.len() {
+        let e2 = line_end(src, end);
+        let (i2, b2) = indent_of(&src[end..e2]);
+        let r2 = &src[end + b2..e2];
+        if i2 > 3 || !r2.starts_with('>') {
+            break;
+        }
+        end = e2;
+        if fence_closes(strip_quote(r2), ch, n) {
+            break;
+        }
+    }
+    end
+}
+
+/// The end of an indented code block whose first line ends at `from`: after
+/// its last line indented by 4 or more (blank lines between them included).
+fn indented_code_end(src: &str, from: usize) -> usize {
+    let mut end = from;
+    let mut scan = from;
+    while scan < src.len() {
+        let e2 = line_end(src, scan);
+        let l2 = &src[scan..e2];
+        if is_blank(l2) {
+            scan = e2;
+        } else if indent_of(l2).0 >= 4 {
+            scan = e2;
+            end = e2;
+        } else {
+            break;
+        }
+    }
+    end
+}
+
 /// Split `src` (line ends normalised) into top-level blocks.
 pub(super) fn scan_blocks(src: &str) -> Vec<Block> {
     let mut out: Vec<Block> = Vec::new();
@@ -343,19 +382,7 @@ pub(super) fn scan_blocks(src: &str) -> Vec<Block> {
             if rest.starts_with('>')
                 && let Some((ch, n)) = fence_open(strip_quote(rest))
             {
-                let mut end = le;
-                while end < src.len() {
-                    let e2 = line_end(src, end);
-                    let (i2, b2) = indent_of(&src[end..e2]);
-                    let r2 = &src[end + b2..e2];
-                    if i2 > 3 || !r2.starts_with('>') {
-                        break;
-                    }
-                    end = e2;
-                    if fence_closes(strip_quote(r2), ch, n) {
-                        break;
-                    }
-                }
+                let end = quoted_fence_end(src, le, ch, n);
                 push(pos, end, BlockKind::Code);
                 pos = end;
                 prev_para = false;
@@ -363,20 +390,7 @@ pub(super) fn scan_blocks(src: &str) -> Vec<Block> {
             }
         }
         if !nested && list_indent.is_none() && ind >= 4 && !prev_para {
-            let mut end = le;
-            let mut scan = le;
-            while scan < src.len() {
-                let e2 = line_end(src, scan);
-                let l2 = &src[scan..e2];
-                if is_blank(l2) {
-                    scan = e2;
-                } else if indent_of(l2).0 >= 4 {
-                    scan = e2;
-                    end = e2;
-                } else {
-                    break;
-                }
-            }
+            let end = indented_code_end(src, le);
             push(pos, end, BlockKind::Code);
             pos = end;
             continue;

@@ -1,3 +1,7 @@
+//! Load-level tests of memory loading: the captured fixtures of both
+//! releases byte for byte, then hand-made snapshots (includes, symlinks,
+//! comments, rules, truncation).
+
 use super::truncate::truncate_entrypoint;
 use super::*;
 use serde_json::Value;
