@@ -15,7 +15,6 @@ pub mod diag;
 pub mod env;
 pub mod input;
 pub mod json;
-pub mod memory;
 pub mod mock;
 pub mod model;
 pub mod profile;

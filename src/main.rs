@@ -1,9 +1,10 @@
 //! The `ctxasm` command line: a thin layer over the library.
 
 use clap::{Args, Parser, Subcommand};
-use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions, local_device_id};
+use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions};
 use ctxasm::corpus::RunOptions;
 use ctxasm::diag::DiagKind;
+use ctxasm::env::claude_json::local_device_id;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::source::SourceOptions;

@@ -482,10 +482,10 @@ fn skills_template(texts: &[String], env: Option<&SessionEnv>) -> Option<SkillsT
     if let Some(env) = env {
         let mut on_disk = Vec::new();
         if let Some(h) = &env.home_claude_dir {
-            on_disk.extend(contexts::skills_in(h));
+            on_disk.extend(crate::env::skills::skills_in(h));
         }
         if let Some(p) = &env.project_dir {
-            on_disk.extend(contexts::skills_in(&p.join(".claude")));
+            on_disk.extend(crate::env::skills::skills_in(&p.join(".claude")));
         }
         for s in on_disk.iter().rev() {
             let line = contexts::skill_line(&tpl, s);

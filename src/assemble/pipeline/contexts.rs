@@ -11,14 +11,14 @@
 //! `messages[0].content[0]` of each first request.
 
 use crate::env::SessionEnv;
+use crate::env::skills::{Skill, skills_in};
 use crate::profile::{Profile, template};
-use std::path::Path;
 
 /// `getUserContext()`: memoized once per session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserContext {
     /// The `# claudeMd` value (the memory files, rendered by
-    /// `crate::memory`), if any.
+    /// `crate::env::memory`), if any.
     pub claude_md: Option<String>,
     /// The session date, `YYYY-MM-DD`.
     pub current_date: String,
@@ -50,7 +50,7 @@ impl SystemContext {
 /// profile's template when the session is in a git repository and the
 /// profile has one.
 pub fn contexts(profile: &Profile, env: &SessionEnv, claude_md: Option<String>) -> (UserContext, SystemContext) {
-    let current_date = env.date.clone().unwrap_or_else(today_utc);
+    let current_date = env.date.clone().unwrap_or_else(crate::time::today_utc);
     (
         UserContext { claude_md, current_date },
         SystemContext { git_status: git_status(profile, env), cache_breaker: None },
@@ -96,66 +96,6 @@ pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     format!("{}{}{}", t.head, sections.join("\n"), t.tail)
 }
 
-/// A skill found on disk.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skill {
-    /// Its directory name (the `/name` command).
-    pub name: String,
-    /// `description` of the frontmatter (+ ` - ` + `when_to_use`), else the
-    /// first line of the body.
-    pub description: String,
-}
-
-/// Skills of `<dir>/skills/<name>/SKILL.md`, by directory name; skills with
-/// `disable-model-invocation: true` are not listed.
-pub fn skills_in(dir: &Path) -> Vec<Skill> {
-    let Ok(rd) = std::fs::read_dir(dir.join("skills")) else { return Vec::new() };
-    let mut dirs: Vec<_> = rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
-    dirs.sort();
-    dirs.iter()
-        .filter_map(|d| {
-            let text = std::fs::read_to_string(d.join("SKILL.md")).ok()?;
-            let name = d.file_name()?.to_string_lossy().into_owned();
-            skill_from_markdown(name, &text)
-        })
-        .collect()
-}
-
-/// Parse a SKILL.md (simple `key: value` YAML frontmatter).
-fn skill_from_markdown(name: String, text: &str) -> Option<Skill> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut front: Vec<(String, String)> = Vec::new();
-    let mut body = text;
-    if let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))
-        && let Some(end) = rest.find("\n---")
-    {
-        for line in rest[..end].lines() {
-            if let Some((k, v)) = line.split_once(':') {
-                let v = v.trim();
-                let v = v
-                    .strip_prefix('"')
-                    .and_then(|v| v.strip_suffix('"'))
-                    .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                    .unwrap_or(v);
-                front.push((k.trim().to_string(), v.to_string()));
-            }
-        }
-        body = rest[end + 4..].split_once('\n').map_or("", |(_, b)| b);
-    }
-    let get = |k: &str| front.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty());
-    if get("disable-model-invocation") == Some("true") {
-        return None;
-    }
-    let mut description = match get("description") {
-        Some(d) => d.to_string(),
-        None => body.lines().map(|l| l.trim_start_matches('#').trim()).find(|l| !l.is_empty())?.to_string(),
-    };
-    if let Some(w) = get("when_to_use") {
-        description = format!("{description} - {w}");
-    }
-    Some(Skill { name, description })
-}
-
 /// The skills-listing reminder: the profile's built-in lines, then the
 /// user's skills (`~/.claude/skills`), then the project's
 /// (`<project>/.claude/skills`), each `- name: description` with the
@@ -196,37 +136,9 @@ pub fn skill_line(t: &crate::profile::SkillsTemplate, s: &Skill) -> String {
     template::render(&t.line, &[("name", Some(&s.name)), ("description", Some(&description))])
 }
 
-/// Today's date (UTC) as `YYYY-MM-DD`.
-pub fn today_utc() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    date_from_days(i64::try_from(secs / 86_400).unwrap_or(0))
-}
-
-/// Civil date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn date_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates() {
-        assert_eq!(date_from_days(0), "1970-01-01");
-        assert_eq!(date_from_days(20_513), "2026-03-01");
-        assert_eq!(date_from_days(11_016), "2000-02-29");
-        assert_eq!(today_utc().len(), 10);
-    }
 
     #[test]
     fn system_context_section() {
@@ -236,15 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn skill_frontmatter() {
-        let s =
-            skill_from_markdown("greet".into(), "---\nname: greet\ndescription: Greets people warmly.\n---\n# Greet\n")
-                .unwrap();
-        assert_eq!(s, Skill { name: "greet".into(), description: "Greets people warmly.".into() });
-        let s = skill_from_markdown("x".into(), "---\ndescription: \"D\"\nwhen_to_use: W\n---\nbody").unwrap();
-        assert_eq!(s.description, "D - W");
-        assert_eq!(skill_from_markdown("x".into(), "# Title\n\ntext").unwrap().description, "Title");
-        assert!(skill_from_markdown("x".into(), "---\ndisable-model-invocation: true\n---\nz").is_none());
+    fn skill_line_cuts_the_description() {
         let t = crate::profile::SkillsTemplate {
             head: String::new(),
             builtin: String::new(),

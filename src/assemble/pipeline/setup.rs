@@ -32,7 +32,7 @@ use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
 use crate::corpus::Session;
 use crate::diag::DiagKind;
 use crate::env::SessionEnv;
-use crate::memory::{self, Memory, MemoryRoots};
+use crate::env::memory::{self, Memory, MemoryRoots};
 use crate::model::content::BlockKind;
 use crate::model::entry::{Entry, EntryKind};
 use crate::profile::Profile;

@@ -8,6 +8,20 @@
 //! `project/`, `home/.claude/`, the layout of
 //! `tests/fixtures/cc-2.1.88/<scenario>/env/`) or from the transcript with
 //! documented defaults ([`SessionEnv::from_transcript`]).
+//!
+//! # The environment layer
+//!
+//! `env` is the only layer that reads a session's environment: the
+//! [`SessionEnv`] snapshot here, the memory files ([`memory`]), the skills
+//! directories ([`skills`]), `~/.claude.json` ([`claude_json`]) and, later,
+//! MCP configuration. Everything above it (`profile`, `assemble`, the
+//! outputs) gets data from these functions and must not open those files
+//! itself. `env` renders no request text and knows no profile: it may use
+//! only `json`, `time`, `diag`, `model`, `input` and `corpus`.
+
+pub mod claude_json;
+pub mod memory;
+pub mod skills;
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
