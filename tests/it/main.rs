@@ -1,6 +1,7 @@
 //! The one integration test binary (one link on a 2-core CI): each module
 //! below was a test binary of its own.
 
+mod cli;
 mod cost_html;
 mod cost_model;
 mod cost_sim;

@@ -1,0 +1,75 @@
+//! `ctxasm cost`: the recorded usage priced (`--recorded-only`), or the
+//! modeled cost with what-if deltas, an HTML report and per-request lines.
+
+use crate::cli::args::CostArgs;
+use crate::cli::exit::Outcome;
+use crate::cli::settings::{self, Input};
+use crate::cli::{input, output, progress};
+use anyhow::Context;
+use ctxasm::cost::pricing::Pricing;
+
+pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
+    let pricing = settings::pricing(args.pricing.as_deref())?;
+    if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
+        anyhow::bail!("cost: --html and --what-if need the modeled cost (drop --recorded-only)");
+    }
+    let input = Input::resolve(&args.input);
+    let failed = input::failed(&input.disc);
+    let outcome = if args.recorded_only { recorded(args, &input, &pricing)? } else { modeled(args, input, &pricing)? };
+    Ok(outcome.unless_failed(failed))
+}
+
+fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
+    let report = ctxasm::cost::usage::recorded_report(&input.disc, &input.run, pricing);
+    if args.json {
+        output::json(&serde_json::json!({ "recorded": report.totals, "report": report }))?;
+    } else {
+        output::text(&ctxasm::cost::report::recorded_table(&report))?;
+    }
+    Ok(Outcome::Clean)
+}
+
+fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
+    let what_ifs = settings::what_ifs(&args.what_if)?;
+    let prep = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default())?;
+    let opts = ctxasm::cost::modeled::ModelOptions {
+        account: args.account.parse().unwrap_or_default(),
+        what_ifs,
+        prompt_known: prep.profile.has_prompt_text(),
+        ..Default::default()
+    };
+    let assembler = ctxasm::assemble::Assembler {
+        mode: ctxasm::assemble::Mode::Auto,
+        records: Default::default(),
+        pipeline: Some(prep),
+    };
+    let Input { disc, run } = input;
+    let bar = progress::reading(&disc);
+    let tick = progress::ticker(&bar);
+    let run = ctxasm::corpus::RunOptions { progress: Some(&tick), ..run };
+    let report = ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts);
+    progress::finish(&bar);
+    for d in report.diagnostics.iter().take(10) {
+        eprintln!("ctxasm: {d}");
+    }
+    if report.diagnostics.len() > 10 {
+        eprintln!("ctxasm: … {} more diagnostics (all in --json)", report.diagnostics.len() - 10);
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, ctxasm::cost::report::html(&report)).with_context(|| path.display().to_string())?;
+    }
+    if let Some(path) = &args.per_request {
+        let mut text = String::new();
+        for t in &report.turns {
+            text.push_str(&serde_json::to_string(t).unwrap_or_default());
+            text.push('\n');
+        }
+        std::fs::write(path, text).with_context(|| path.display().to_string())?;
+    }
+    if args.json {
+        output::json(&report)?;
+    } else {
+        output::text(&ctxasm::cost::report::table(&report))?;
+    }
+    Ok(Outcome::Clean)
+}

@@ -1,0 +1,11 @@
+//! `ctxasm expand`: the batch format of a dedup directory.
+
+use crate::cli::args::ExpandArgs;
+use crate::cli::exit::Outcome;
+use crate::cli::output;
+
+pub fn run(args: &ExpandArgs) -> anyhow::Result<Outcome> {
+    let mut out = output::open(&args.output)?;
+    ctxasm::write::expand(&args.dir, &mut out)?;
+    Ok(Outcome::Clean)
+}

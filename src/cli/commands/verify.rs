@@ -1,0 +1,31 @@
+//! `ctxasm verify`: rebuilt requests checked against the transcript's
+//! message hashes and, with `--wire`, a capture.
+
+use crate::cli::args::VerifyArgs;
+use crate::cli::exit::Outcome;
+use crate::cli::settings::{self, Input};
+use crate::cli::{input, output, render};
+
+pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
+    let Input { disc, run } = Input::resolve(&args.input);
+    let mut wire: Option<ctxasm::verify::Wire> = None;
+    for path in &args.wire {
+        let all = wire.get_or_insert_with(Default::default);
+        for (k, mut v) in ctxasm::verify::read_wire(path)? {
+            all.entry(k).or_default().append(&mut v);
+        }
+    }
+    let from_wire = args.identity.device_id.as_deref() == Some("wire");
+    let device = if from_wire { ctxasm::verify::DeviceId::FromWire } else { ctxasm::verify::DeviceId::Given };
+    let assembler = settings::assembler(&args.pipeline, &args.identity)?;
+    let report = ctxasm::verify::verify(&disc, &run, &assembler, wire.as_ref(), device);
+    if args.json {
+        output::json(&report)?;
+    } else {
+        output::text(&render::verify_table(&report, wire.is_some()))?;
+    }
+    if input::failed(&disc) {
+        return Ok(Outcome::Fatal);
+    }
+    Ok(if report.clean() { Outcome::Clean } else { Outcome::Problems })
+}

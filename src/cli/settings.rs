@@ -1,0 +1,129 @@
+//! Resolution of the parsed flags and the environment (~/.claude.json's
+//! device id, profile files, price tables) into the option values the
+//! library takes, done once per command. Reads only what a flag names;
+//! runs nothing.
+
+use super::args::{IdentityArgs, InputArgs, Mode, PipelineArgs};
+use ctxasm::assemble::Assembler;
+use ctxasm::assemble::pipeline::{Overrides, Setup};
+use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions};
+use ctxasm::corpus::RunOptions;
+use ctxasm::env::claude_json::local_device_id;
+use ctxasm::input::ReadOptions;
+use ctxasm::input::discover::{Discovery, default_roots, discover};
+use ctxasm::input::source::SourceOptions;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[cfg(feature = "net")]
+mod net;
+#[cfg(feature = "net")]
+pub use net::*;
+
+/// The files of a run and how to read them.
+pub struct Input {
+    pub disc: Discovery,
+    pub run: RunOptions<'static>,
+}
+
+impl Input {
+    /// Walk the paths (or the default projects roots) and set up the pool.
+    pub fn resolve(args: &InputArgs) -> Self {
+        let disc = discovery(args);
+        let run = RunOptions {
+            read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes },
+            ..RunOptions::with_threads(args.threads)
+        };
+        Self { disc, run }
+    }
+}
+
+/// The files named on the command line, or the default projects roots.
+pub fn discovery(args: &InputArgs) -> Discovery {
+    let paths = if args.paths.is_empty() { default_roots() } else { args.paths.clone() };
+    discover(&paths)
+}
+
+/// How each file is loaded (mapped or read).
+pub fn source(args: &InputArgs) -> SourceOptions {
+    SourceOptions { live_window: Duration::from_secs(args.live_window), no_mmap: args.no_mmap }
+}
+
+/// metadata.user_id: the flag, else ~/.claude.json's userID, else zeros.
+pub fn record_options(args: &IdentityArgs) -> RecordOptions {
+    let device_id =
+        args.device_id.clone().or_else(local_device_id).unwrap_or_else(|| PLACEHOLDER_DEVICE_ID.to_string());
+    RecordOptions { device_id, account_uuid: args.account_uuid.clone(), ..RecordOptions::default() }
+}
+
+fn mode(m: Mode) -> ctxasm::assemble::Mode {
+    match m {
+        Mode::Records => ctxasm::assemble::Mode::Records,
+        Mode::Pipeline => ctxasm::assemble::Mode::Pipeline,
+        Mode::Auto => ctxasm::assemble::Mode::Auto,
+    }
+}
+
+/// How assemble and verify obtain requests. The profile's note (a profile
+/// without prompt text) is printed here because every pipeline run needs it.
+pub fn assembler(p: &PipelineArgs, identity: &IdentityArgs) -> anyhow::Result<Assembler> {
+    if p.mode == Mode::Records && (what_if(p) || p.env.is_some()) {
+        anyhow::bail!("what-if flags and --env apply to --mode pipeline or auto");
+    }
+    let prep = profile_prep(&p.profile, p.env.as_deref(), overrides(p)?)?;
+    if p.mode != Mode::Records
+        && let Some(note) = prep.note()
+    {
+        eprintln!("ctxasm: note: {note}");
+    }
+    Ok(Assembler { mode: mode(p.mode), records: record_options(identity), pipeline: Some(prep) })
+}
+
+/// A built-in profile name or a profile file, with the session environment.
+pub fn profile_prep(profile: &str, env: Option<&Path>, overrides: Overrides) -> anyhow::Result<Setup> {
+    Setup::load(profile, env, overrides).map_err(anyhow::Error::msg)
+}
+
+fn what_if(p: &PipelineArgs) -> bool {
+    p.system_prompt_file.is_some()
+        || p.append_system_prompt.is_some()
+        || p.model.is_some()
+        || p.claude_md_root.is_some()
+        || p.tools.is_some()
+        || p.cache_ttl.is_some()
+        || p.effort.is_some()
+}
+
+fn overrides(p: &PipelineArgs) -> anyhow::Result<Overrides> {
+    let read = |p: &PathBuf| std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()));
+    let tools = match &p.tools {
+        Some(path) => match serde_json::from_str::<serde_json::Value>(&read(path)?) {
+            Ok(serde_json::Value::Array(t)) => Some(t),
+            Ok(_) => anyhow::bail!("{}: --tools needs a JSON array of tool definitions", path.display()),
+            Err(e) => anyhow::bail!("{}: {e}", path.display()),
+        },
+        None => None,
+    };
+    Ok(Overrides {
+        system_prompt: p.system_prompt_file.as_ref().map(read).transpose()?,
+        append_system_prompt: p.append_system_prompt.clone(),
+        model: p.model.clone(),
+        claude_md_root: p.claude_md_root.clone(),
+        tools,
+        cache_ttl: p.cache_ttl.clone(),
+        effort: p.effort.clone(),
+    })
+}
+
+/// `--pricing FILE`, else the built-in table.
+pub fn pricing(path: Option<&Path>) -> anyhow::Result<ctxasm::cost::pricing::Pricing> {
+    match path {
+        Some(p) => Ok(ctxasm::cost::pricing::Pricing::load(p)?),
+        None => Ok(ctxasm::cost::pricing::Pricing::builtin()),
+    }
+}
+
+/// The `--what-if` changes of cost, parsed.
+pub fn what_ifs(changes: &[String]) -> anyhow::Result<Vec<ctxasm::cost::modeled::WhatIf>> {
+    changes.iter().map(|w| w.parse().map_err(anyhow::Error::msg)).collect()
+}
