@@ -29,8 +29,8 @@
 //! The billing header and `metadata` follow [`super::wire`]; the billing
 //! text is the first user text that is not a `<system-reminder>`.
 
-use super::pipeline::normalize::with_member;
-use super::wire::{self, BILLING_SALT, collapse, custom_id, first_user_text, id_session_part};
+use super::wire::{self, BILLING_SALT, collapse, custom_id, first_user_text, id_session_part, with_member};
+pub use super::wire::{PLACEHOLDER_DEVICE_ID, RecordOptions};
 use super::{Body, Request};
 use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
@@ -40,24 +40,6 @@ use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
 use bumpalo::Bump;
 use std::collections::HashMap;
-
-/// Identity fields the transcript does not hold.
-#[derive(Debug, Clone)]
-pub struct RecordOptions {
-    /// `metadata.user_id.device_id`.
-    pub device_id: String,
-    /// `metadata.user_id.account_uuid` (empty for API-key users).
-    pub account_uuid: String,
-}
-
-/// Used when no device id is given and `~/.claude.json` has none.
-pub const PLACEHOLDER_DEVICE_ID: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-impl Default for RecordOptions {
-    fn default() -> Self {
-        Self { device_id: PLACEHOLDER_DEVICE_ID.to_string(), account_uuid: String::new() }
-    }
-}
 
 /// What record replay produced for one session.
 #[derive(Debug, Default)]
@@ -256,63 +238,17 @@ fn replay_chain<'a>(
         out.recorded += 1;
         let fail = |msg: String| Diagnostic::new(display, e.line, DiagKind::RecordMismatch, msg);
         let rid = r.id.unwrap_or("?");
-        let mut messages: Vec<&'a Json<'a>> = match r.base {
-            Some(base) => match sent.get(base) {
-                Some(prev) => {
-                    let keep = r.keep.map_or(prev.len(), |k| k as usize);
-                    if keep > prev.len() {
-                        out.diagnostics.push(fail(format!(
-                            "api-request {rid} keeps {keep} messages of {base}, which had {}",
-                            prev.len()
-                        )));
-                        n += 1;
-                        continue;
-                    }
-                    prev[..keep].to_vec()
-                }
-                None => {
-                    out.diagnostics.push(fail(format!("api-request {rid}: base request {base} is not in the chain")));
-                    n += 1;
-                    continue;
-                }
-            },
-            None => Vec::new(),
-        };
-        let mut complete = true;
-        for (pos, h) in r.tail.iter().enumerate() {
-            out.messages_hashed += 1;
-            let Some(key) = parse_sha256(h) else {
-                out.diagnostics.push(fail(format!("api-request {rid}: tail[{pos}] is not a SHA-256: {h:?}")));
-                complete = false;
+        let mut messages = match kept_messages(r, &sent) {
+            Ok(m) => m,
+            Err(msg) => {
+                out.diagnostics.push(fail(format!("api-request {rid}{msg}")));
+                n += 1;
                 continue;
-            };
-            let found = match blobs.get(&key) {
-                // A blob's hash is checked once per chain, not per use.
-                Some(m) if verified.contains(&key) => Some(*m),
-                Some(m) => (message_hash(m, scratch) == key).then(|| {
-                    verified.insert(key);
-                    *m
-                }),
-                None => candidates
-                    .get_or_insert_with(|| Candidates::build(bump, entries, scratch))
-                    .by_hash
-                    .get(&key)
-                    .copied(),
-            };
-            match found {
-                Some(m) => {
-                    out.hash_matches += 1;
-                    messages.push(m);
-                }
-                None => {
-                    out.diagnostics.push(fail(format!(
-                        "api-request {rid} (request {n} of its chain): tail[{pos}] = message {} of the request, hash {h}, matches no blob and no message rebuilt from the transcript",
-                        messages.len() + pos
-                    )));
-                    complete = false;
-                }
             }
-        }
+        };
+        let mut tail =
+            TailLookup { bump, entries, blobs, candidates: &mut candidates, verified: &mut verified, scratch };
+        let complete = tail.resolve(r, n, &mut messages, out, &fail);
         if !complete {
             n += 1;
             continue;
@@ -345,6 +281,90 @@ fn replay_chain<'a>(
     }
 }
 
+/// The messages a request keeps of its base request (`base`, `keep`); the
+/// error is the text after `api-request <id>`.
+fn kept_messages<'a>(
+    r: &crate::model::entry::ApiRequest<'a>,
+    sent: &HashMap<&'a str, Vec<&'a Json<'a>>>,
+) -> Result<Vec<&'a Json<'a>>, String> {
+    let Some(base) = r.base else { return Ok(Vec::new()) };
+    let Some(prev) = sent.get(base) else { return Err(format!(": base request {base} is not in the chain")) };
+    let keep = r.keep.map_or(prev.len(), |k| k as usize);
+    if keep > prev.len() {
+        return Err(format!(" keeps {keep} messages of {base}, which had {}", prev.len()));
+    }
+    Ok(prev[..keep].to_vec())
+}
+
+/// Where a chain's tail hashes are looked up: the blobs (each checked once
+/// per chain), then the messages rebuilt from the transcript.
+struct TailLookup<'a, 'r> {
+    bump: &'a Bump,
+    entries: &'r [Entry<'a>],
+    blobs: &'r HashMap<[u8; 32], &'a Json<'a>>,
+    candidates: &'r mut Option<Candidates<'a>>,
+    verified: &'r mut std::collections::HashSet<[u8; 32]>,
+    scratch: &'r mut Vec<u8>,
+}
+
+impl<'a> TailLookup<'a, '_> {
+    /// Append the messages of `r.tail` to `messages`; false (with a
+    /// diagnostic per miss) when one is not found.
+    fn resolve(
+        &mut self,
+        r: &crate::model::entry::ApiRequest<'a>,
+        n: usize,
+        messages: &mut Vec<&'a Json<'a>>,
+        out: &mut SessionRecords<'a>,
+        fail: &dyn Fn(String) -> Diagnostic,
+    ) -> bool {
+        let rid = r.id.unwrap_or("?");
+        let mut complete = true;
+        for (pos, h) in r.tail.iter().enumerate() {
+            out.messages_hashed += 1;
+            let Some(key) = parse_sha256(h) else {
+                out.diagnostics.push(fail(format!("api-request {rid}: tail[{pos}] is not a SHA-256: {h:?}")));
+                complete = false;
+                continue;
+            };
+            match self.find(key) {
+                Some(m) => {
+                    out.hash_matches += 1;
+                    messages.push(m);
+                }
+                None => {
+                    out.diagnostics.push(fail(format!(
+                        "api-request {rid} (request {n} of its chain): tail[{pos}] = message {} of the request, hash {h}, matches no blob and no message rebuilt from the transcript",
+                        messages.len() + pos
+                    )));
+                    complete = false;
+                }
+            }
+        }
+        complete
+    }
+
+    /// The message whose hash is `key`.
+    fn find(&mut self, key: [u8; 32]) -> Option<&'a Json<'a>> {
+        match self.blobs.get(&key) {
+            Some(m) if self.verified.contains(&key) => Some(*m),
+            Some(m) => (message_hash(m, self.scratch) == key).then(|| {
+                self.verified.insert(key);
+                *m
+            }),
+            None => {
+                let (bump, entries) = (self.bump, self.entries);
+                let scratch = &mut *self.scratch;
+                self.candidates
+                    .get_or_insert_with(|| Candidates::build(bump, entries, scratch))
+                    .by_hash
+                    .get(&key)
+                    .copied()
+            }
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_body<'a>(
     bump: &'a Bump,
@@ -374,36 +394,16 @@ fn build_body<'a>(
     let mut system_key_text: Vec<Option<String>> =
         (0..system.len()).map(|i| (i > 0).then(|| format!("{shape_hash}/system/{i}"))).collect();
     let mut tools_key_text = format!("{shape_hash}/tools");
+    let mut target = CacheTargets {
+        messages: &mut messages,
+        touched: &mut touched,
+        system: &mut system,
+        system_key_text: &mut system_key_text,
+        tools: &mut tools,
+        tools_key_text: &mut tools_key_text,
+    };
     for cc in r.cache_control.and_then(Json::as_array).unwrap_or(&[]) {
-        let path = cc.get("path").and_then(Json::as_array).ok_or("cacheControl entry without a path")?;
-        let value = *cc.get("value").ok_or("cacheControl entry without a value")?;
-        let bad = || format!("cacheControl path {} does not exist", Json::Arr(path).to_compact_string());
-        let (root, rest) = path.split_first().ok_or_else(bad)?;
-        let (idx, inner) = rest.split_first().ok_or_else(bad)?;
-        match root.as_str() {
-            Some("messages") | Some("system") => {
-                let list = if root.as_str() == Some("messages") { &mut messages } else { &mut system };
-                let i = idx.as_u64().and_then(|i| usize::try_from(i).ok()).ok_or_else(bad)?;
-                // System paths index the shape's blocks: the billing header
-                // is put in front of them afterwards.
-                let i = if root.as_str() == Some("system") { i + 1 } else { i };
-                let target = list.get(i).ok_or_else(bad)?;
-                list[i] = set_cache_control(bump, target, inner, value).ok_or_else(bad)?;
-                if root.as_str() == Some("messages") {
-                    touched[i] = true;
-                } else if let Some(Some(k)) = system_key_text.get_mut(i) {
-                    k.push_str(&Json::Arr(inner).to_compact_string());
-                    k.push_str(&value.to_compact_string());
-                }
-            }
-            Some("tools") => {
-                let t = tools.ok_or_else(bad)?;
-                tools = Some(set_cache_control(bump, &t, rest, value).ok_or_else(bad)?);
-                tools_key_text.push_str(&Json::Arr(rest).to_compact_string());
-                tools_key_text.push_str(&value.to_compact_string());
-            }
-            _ => return Err(bad()),
-        }
+        target.apply(bump, cc)?;
     }
     let messages: Vec<&'a Json<'a>> = messages
         .into_iter()
@@ -438,6 +438,54 @@ fn build_body<'a>(
         stream: true,
         betas,
     })
+}
+
+/// What a request's `cacheControl` paths may name, and the segment keys
+/// that must change with them.
+struct CacheTargets<'a, 'r> {
+    messages: &'r mut Vec<Json<'a>>,
+    touched: &'r mut Vec<bool>,
+    system: &'r mut Vec<Json<'a>>,
+    system_key_text: &'r mut Vec<Option<String>>,
+    tools: &'r mut Option<Json<'a>>,
+    tools_key_text: &'r mut String,
+}
+
+impl<'a> CacheTargets<'a, '_> {
+    /// Append `cc.value` as `cache_control` at `cc.path`.
+    fn apply(&mut self, bump: &'a Bump, cc: &Json<'a>) -> Result<(), String> {
+        let path = cc.get("path").and_then(Json::as_array).ok_or("cacheControl entry without a path")?;
+        let value = *cc.get("value").ok_or("cacheControl entry without a value")?;
+        let bad = || format!("cacheControl path {} does not exist", Json::Arr(path).to_compact_string());
+        let (root, rest) = path.split_first().ok_or_else(bad)?;
+        let (idx, inner) = rest.split_first().ok_or_else(bad)?;
+        match root.as_str() {
+            Some("messages") | Some("system") => {
+                let is_messages = root.as_str() == Some("messages");
+                let list = if is_messages { &mut *self.messages } else { &mut *self.system };
+                let i = idx.as_u64().and_then(|i| usize::try_from(i).ok()).ok_or_else(bad)?;
+                // System paths index the shape's blocks: the billing header
+                // is put in front of them afterwards.
+                let i = if is_messages { i } else { i + 1 };
+                let target = list.get(i).ok_or_else(bad)?;
+                list[i] = set_cache_control(bump, target, inner, value).ok_or_else(bad)?;
+                if is_messages {
+                    self.touched[i] = true;
+                } else if let Some(Some(k)) = self.system_key_text.get_mut(i) {
+                    k.push_str(&Json::Arr(inner).to_compact_string());
+                    k.push_str(&value.to_compact_string());
+                }
+            }
+            Some("tools") => {
+                let t = self.tools.ok_or_else(bad)?;
+                *self.tools = Some(set_cache_control(bump, &t, rest, value).ok_or_else(bad)?);
+                self.tools_key_text.push_str(&Json::Arr(rest).to_compact_string());
+                self.tools_key_text.push_str(&value.to_compact_string());
+            }
+            _ => return Err(bad()),
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

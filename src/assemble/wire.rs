@@ -1,6 +1,7 @@
-//! Wire rules shared by record replay and the pipeline: the billing header,
-//! `metadata.user_id`, the plain-string form of one-block messages, and the
-//! requests' custom ids. Each rule is written once here; `records` and the
+//! Wire rules shared by record replay and the pipeline: the identity in
+//! `metadata.user_id`, the billing header, the plain-string form of
+//! one-block messages, the requests' custom ids, and the arena builders of
+//! text blocks and messages. Each rule is written once here; `records` and the
 //! pipeline's stages call it.
 //!
 //! The billing header is `x-anthropic-billing-header: cc_version=<version>.<3
@@ -13,8 +14,6 @@
 //! described publicly by third parties; it was checked here on all 28
 //! captured sessions of `../shared/corpora`.
 
-use super::pipeline::normalize::with_member;
-use super::records::RecordOptions;
 use crate::json::Json;
 use crate::json::writer::{self, hex};
 use bumpalo::Bump;
@@ -24,6 +23,48 @@ use sha2::{Digest, Sha256};
 /// default of a profile's `billing.salt`; record replay, which has no
 /// profile, uses it too).
 pub const BILLING_SALT: &str = "59cf53e54c78";
+
+/// Identity fields the transcript does not hold.
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    /// `metadata.user_id.device_id`.
+    pub device_id: String,
+    /// `metadata.user_id.account_uuid` (empty for API-key users).
+    pub account_uuid: String,
+}
+
+/// Used when no device id is given and `~/.claude.json` has none.
+pub const PLACEHOLDER_DEVICE_ID: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        Self { device_id: PLACEHOLDER_DEVICE_ID.to_string(), account_uuid: String::new() }
+    }
+}
+
+/// `{"type":"text","text":…}`.
+pub fn text_block<'a>(bump: &'a Bump, text: &'a str) -> Json<'a> {
+    Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(text))]))
+}
+
+/// `{role, content, …extra}`.
+pub fn message<'a>(bump: &'a Bump, role: &'a str, blocks: &[Json<'a>], extra: &[(&'a str, Json<'a>)]) -> &'a Json<'a> {
+    let mut members: Vec<(&'a str, Json<'a>)> =
+        vec![("role", Json::Str(role)), ("content", Json::Arr(bump.alloc_slice_copy(blocks)))];
+    members.extend_from_slice(extra);
+    bump.alloc(Json::Obj(bump.alloc_slice_copy(&members)))
+}
+
+/// `obj` with member `key` set to `value` (replaced in place, else appended).
+pub fn with_member<'a>(bump: &'a Bump, obj: &Json<'a>, key: &'a str, value: Json<'a>) -> Option<Json<'a>> {
+    let members = obj.as_object()?;
+    let mut out: Vec<(&'a str, Json<'a>)> = members.to_vec();
+    match out.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => out.push((key, value)),
+    }
+    Some(Json::Obj(bump.alloc_slice_copy(&out)))
+}
 
 /// The billing header's text: `x-anthropic-billing-header:
 /// cc_version=<version>.<suffix>; cc_entrypoint=<entrypoint>;<extra>`.

@@ -12,7 +12,7 @@ use super::projection::Links;
 use super::reminders::process_first_prompts;
 use super::report::PipelineReport;
 use super::system::ShapeSystem;
-use crate::assemble::records::RecordOptions;
+use crate::assemble::wire::RecordOptions;
 use crate::corpus::{ParsedFile, Session};
 use crate::json::Json;
 use crate::model::content::BlockKind;

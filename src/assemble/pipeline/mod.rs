@@ -57,7 +57,7 @@ pub use report::{PairingRepairsTotal, PipelineReport};
 pub use setup::{Overrides, Setup};
 
 use super::Request;
-use super::records::RecordOptions;
+use super::wire::RecordOptions;
 use crate::corpus::Session;
 use crate::diag::Diagnostic;
 use bumpalo::Bump;

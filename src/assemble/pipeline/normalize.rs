@@ -30,6 +30,7 @@
 //! scenarios and of the 14 2.1.88 scenarios (see `tests/pipeline.rs`).
 
 use super::attachments::{self, AttachmentRole};
+pub use crate::assemble::wire::{message, text_block, with_member};
 use crate::json::Json;
 use crate::model::content::BlockKind;
 use crate::model::entry::{Entry, EntryKind};
@@ -154,11 +155,6 @@ fn strip_internal<'a>(bump: &'a Bump, blocks: &'a [Json<'a>]) -> &'a [Json<'a>] 
     bump.alloc_slice_copy(&out)
 }
 
-/// `{"type":"text","text":…}`.
-pub fn text_block<'a>(bump: &'a Bump, text: &'a str) -> Json<'a> {
-    Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(text))]))
-}
-
 fn is_thinking(b: &Json<'_>) -> bool {
     matches!(b.get_str("type"), Some("thinking") | Some("redacted_thinking"))
 }
@@ -175,10 +171,35 @@ enum Msg<'a> {
 }
 
 /// Build the API messages (content always as block lists; the wire's
-/// string form is chosen later, after cache breakpoints).
+/// string form is chosen later, after cache breakpoints): the module docs'
+/// steps in order.
 pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
     let mut report = Report::default();
-    // 1 + 2: drop, then reorder attachments.
+    let order = reorder_attachments(pieces, rules);
+    let mut msgs = build_messages(bump, &order, &mut report);
+    drop_hollow_assistants(&mut msgs, &mut report);
+    let merged = merge_user_messages(bump, msgs, rules, &mut report);
+    let out = merged
+        .into_iter()
+        .map(|m| -> &'a Json<'a> {
+            match m {
+                Msg::User(blocks) => message(bump, "user", &blocks, &[]),
+                Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
+                Msg::System(texts) => {
+                    let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
+                    let block = text_block(bump, bump.alloc_str(&text));
+                    message(bump, "system", &[block], &rules.system_message_extra)
+                }
+            }
+        })
+        .collect();
+    (out, report)
+}
+
+/// Steps 1 + 2: system attachments as user text where the rules say so, then
+/// each user-role attachment moved up past plain user messages and
+/// system-role attachments.
+fn reorder_attachments<'a>(pieces: &[Piece<'a>], rules: &Rules<'a>) -> Vec<Piece<'a>> {
     let mut order: Vec<Piece<'a>> = Vec::with_capacity(pieces.len());
     for p in pieces {
         let p = match p {
@@ -202,10 +223,16 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
             _ => order.push(p),
         }
     }
-    // 3: messages.
+    order
+}
+
+/// Step 3: pieces → messages (consecutive user-role attachments one user
+/// message, consecutive system-role ones one system turn, assistant lines
+/// of one `message.id` one message).
+fn build_messages<'a>(bump: &'a Bump, order: &[Piece<'a>], report: &mut Report) -> Vec<Msg<'a>> {
     let mut msgs: Vec<Msg<'a>> = Vec::new();
     let mut prev_user_attachment = false;
-    for p in &order {
+    for p in order {
         match p {
             Piece::Attachment { role: AttachmentRole::User, texts } => {
                 let blocks: Vec<Json<'a>> = texts.iter().map(|t| text_block(bump, t)).collect();
@@ -231,7 +258,12 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
         }
         prev_user_attachment = false;
     }
-    // Assistant messages (fragments merged) of only thinking or blank text.
+    msgs
+}
+
+/// Assistant messages (fragments merged) of only thinking or blank text are
+/// not sent.
+fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, report: &mut Report) {
     msgs.retain(|m| match m {
         Msg::Assistant(_, blocks) if !blocks.is_empty() && blocks.iter().all(is_thinking) => {
             report.dropped_thinking_only += 1;
@@ -243,8 +275,11 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
         }
         _ => true,
     });
-    // 4: merge consecutive user messages; a system turn between them does
-    // not separate them (it stays after the merged message).
+}
+
+/// Step 4: consecutive user messages merged; a system turn between them
+/// does not separate them (it stays after the merged message).
+fn merge_user_messages<'a>(bump: &'a Bump, msgs: Vec<Msg<'a>>, rules: &Rules<'a>, report: &mut Report) -> Vec<Msg<'a>> {
     let mut merged: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
     for m in msgs {
         let prev_user = merged.iter().rposition(|p| !matches!(p, Msg::System(_)));
@@ -256,21 +291,7 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
             (_, m) => merged.push(m),
         }
     }
-    let out = merged
-        .into_iter()
-        .map(|m| -> &'a Json<'a> {
-            match m {
-                Msg::User(blocks) => message(bump, "user", &blocks, &[]),
-                Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
-                Msg::System(texts) => {
-                    let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
-                    let block = text_block(bump, bump.alloc_str(&text));
-                    message(bump, "system", &[block], &rules.system_message_extra)
-                }
-            }
-        })
-        .collect();
-    (out, report)
+    merged
 }
 
 fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>, rules: &Rules<'a>) {
@@ -305,25 +326,6 @@ fn strip_reminder(t: &str) -> &str {
     let t = t.strip_prefix("<system-reminder>\n").unwrap_or(t);
     let t = t.strip_suffix('\n').unwrap_or(t);
     t.strip_suffix("\n</system-reminder>").unwrap_or(t)
-}
-
-/// `{role, content, …extra}`.
-pub fn message<'a>(bump: &'a Bump, role: &'a str, blocks: &[Json<'a>], extra: &[(&'a str, Json<'a>)]) -> &'a Json<'a> {
-    let mut members: Vec<(&'a str, Json<'a>)> =
-        vec![("role", Json::Str(role)), ("content", Json::Arr(bump.alloc_slice_copy(blocks)))];
-    members.extend_from_slice(extra);
-    bump.alloc(Json::Obj(bump.alloc_slice_copy(&members)))
-}
-
-/// `obj` with member `key` set to `value` (replaced in place, else appended).
-pub fn with_member<'a>(bump: &'a Bump, obj: &Json<'a>, key: &'a str, value: Json<'a>) -> Option<Json<'a>> {
-    let members = obj.as_object()?;
-    let mut out: Vec<(&'a str, Json<'a>)> = members.to_vec();
-    match out.iter_mut().find(|(k, _)| *k == key) {
-        Some(slot) => slot.1 = value,
-        None => out.push((key, value)),
-    }
-    Some(Json::Obj(bump.alloc_slice_copy(&out)))
 }
 
 #[cfg(test)]
