@@ -205,7 +205,7 @@ pub fn append_state(path: &Path, s: &Submitted, input: &str, endpoint: &str) -> 
     let line = serde_json::json!({
         "id": s.id,
         "requests": s.requests,
-        "submitted_at": super::report::rfc3339(SystemTime::now()),
+        "submitted_at": crate::time::format_system_time(SystemTime::now()),
         "input": input,
         "endpoint": endpoint,
     });

@@ -234,7 +234,7 @@ impl ServerLimit {
         };
         let num = |s: Option<String>| s.and_then(|s| s.parse::<u64>().ok());
         let reset = get("reset")
-            .and_then(|s| crate::cost::sim::parse_timestamp_ms(&s))
+            .and_then(|s| crate::time::parse_timestamp_ms(&s))
             .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
         ServerLimit { limit: num(get("limit")), remaining: num(get("remaining")), reset }
     }
@@ -526,7 +526,7 @@ mod tests {
         let t = l.try_take(100, t0).unwrap();
         // Full again in 120 s: 5,000 tokens/s, slower than our 9,833/s.
         let reset = SystemTime::now() + Duration::from_secs(120);
-        let reset = crate::send::report::rfc3339(reset);
+        let reset = crate::time::format_system_time(reset);
         let h = headers(&[
             ("anthropic-ratelimit-input-tokens-limit", "600000".into()),
             ("anthropic-ratelimit-input-tokens-remaining", "0".into()),

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Counters updated by the attempts as they go.
 #[derive(Debug, Default)]
@@ -127,33 +127,10 @@ pub fn progress_message(c: &Counters) -> String {
     )
 }
 
-/// `t` as RFC 3339 UTC with milliseconds (`2026-12-01T03:07:18.123Z`).
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // H. Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
 
     #[test]
     fn percentiles() {
@@ -170,11 +147,11 @@ mod tests {
     fn rfc3339_round_trips() {
         for ms in [0u64, 1_700_000_000_123, 951_782_400_000, 4_102_444_799_999] {
             let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
-            let s = rfc3339(t);
-            assert_eq!(crate::cost::sim::parse_timestamp_ms(&s), Some(ms), "{s}");
+            let s = crate::time::format_system_time(t);
+            assert_eq!(crate::time::parse_timestamp_ms(&s), Some(ms), "{s}");
         }
         assert_eq!(
-            rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
+            crate::time::format_system_time(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
             "2023-11-14T22:13:20.123Z"
         );
     }
