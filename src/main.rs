@@ -669,6 +669,37 @@ fn progress_bar(disc: &Discovery) -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
+/// `send`'s progress bar on stderr (only when stderr is a terminal): the
+/// library reports through `send::report::Progress`, the CLI draws.
+#[derive(Default)]
+struct SendBar(std::sync::OnceLock<indicatif::ProgressBar>);
+
+impl ctxasm::send::report::Progress for SendBar {
+    fn start(&self, total: u64) -> bool {
+        if !std::io::stderr().is_terminal() || total == 0 {
+            return false;
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}")
+        {
+            bar.set_style(style);
+        }
+        self.0.set(bar).is_ok()
+    }
+    fn update(&self, finished: u64, counters: &ctxasm::send::report::Counters) {
+        if let Some(bar) = self.0.get() {
+            bar.set_position(finished);
+            bar.set_message(ctxasm::send::report::progress_message(counters));
+        }
+    }
+    fn finish(&self) {
+        if let Some(bar) = self.0.get() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
 fn stats(args: &StatsArgs) -> ExitCode {
     let start = Instant::now();
     let disc = args.input.discover();
@@ -1148,7 +1179,7 @@ fn send(args: &SendArgs) -> ExitCode {
         limits: ctxasm::send::limits::Limits { rpm: args.rpm, itpm: args.itpm, otpm: args.otpm },
         adapt: !args.no_adapt,
         max_attempts: args.max_attempts,
-        progress: true,
+        progress: Some(std::sync::Arc::new(SendBar::default())),
     };
     let rt = match runtime() {
         Ok(rt) => rt,
@@ -1365,6 +1396,7 @@ async fn batch_results(client: &ctxasm::send::client::Client, ids: &[String], ou
     for id in ids {
         match batches::results(client, id, &sender).await {
             Ok(c) => {
+                c.warnings.iter().for_each(|w| eprintln!("ctxasm: {w}"));
                 eprintln!("ctxasm: batch {id}: {} succeeded, {} failed", c.succeeded, c.failed);
                 total.succeeded += c.succeeded;
                 total.failed += c.failed;

@@ -1,5 +1,6 @@
-//! What a run did: live counters (for the progress bar on a terminal) and
-//! the summary line printed at the end of every run.
+//! What a run did: live counters (reported through [`Progress`], which the
+//! caller renders) and the summary line of every run. Nothing here writes to
+//! a terminal: the library returns text and events, the CLI shows them.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -101,22 +102,20 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
-/// A progress bar on stderr (only when stderr is a terminal).
-pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() || total == 0 {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}")
-    {
-        bar.set_style(style);
-    }
-    Some(bar)
+/// How a run reports progress while it goes: the library never draws (or
+/// prints); the caller (the CLI's progress bar) implements this.
+pub trait Progress: Send + Sync {
+    /// The run starts with `total` requests to send; `false` = no
+    /// [`Progress::update`] calls wanted (e.g. stderr is not a terminal).
+    fn start(&self, total: u64) -> bool;
+    /// Every 200 ms while the run goes: `finished` requests (ok or failed)
+    /// and the live counters ([`progress_message`] renders them).
+    fn update(&self, finished: u64, counters: &Counters);
+    /// The run is over (before the summary is printed).
+    fn finish(&self);
 }
 
-/// The bar's message from the counters.
+/// A progress line's message from the counters.
 pub fn progress_message(c: &Counters) -> String {
     format!(
         "sent {} ok {} retried {} failed {}",

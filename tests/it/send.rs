@@ -59,7 +59,7 @@ fn options(endpoint: &str, results: &Path) -> ctxasm::send::SendOptions {
         limits: Limits::default(),
         adapt: true,
         max_attempts: 5,
-        progress: false,
+        progress: None,
     }
 }
 
