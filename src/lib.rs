@@ -9,6 +9,8 @@
 
 pub mod assemble;
 pub mod baseline;
+#[cfg(feature = "net")]
+pub mod bucket;
 pub mod corpus;
 pub mod cost;
 pub mod diag;
@@ -16,9 +18,11 @@ pub mod env;
 pub mod input;
 pub mod json;
 pub mod memory;
+#[cfg(feature = "net")]
 pub mod mock;
 pub mod model;
 pub mod profile;
+#[cfg(feature = "net")]
 pub mod send;
 pub mod stats;
 pub mod time;

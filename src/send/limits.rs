@@ -37,7 +37,8 @@
 
 use reqwest::header::HeaderMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
 
 /// Limits per minute; `None` = none on that dimension.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,14 +48,12 @@ pub struct Limits {
     pub otpm: Option<u64>,
 }
 
-/// A continuous token bucket (see the module docs for its shape).
+/// A dimension's bucket: [`crate::bucket::Bucket`] in the shape of the
+/// module docs, with what it has debited and the server's refill line.
 #[derive(Debug, Clone)]
 pub struct Bucket {
     per_minute: f64,
-    capacity: f64,
-    rate: f64,
-    level: f64,
-    at: Instant,
+    inner: crate::bucket::Bucket,
     /// Everything ever taken (reservations and upward corrections).
     debited: f64,
     /// The server's view, when it refills slower than we do: the level may
@@ -62,22 +61,24 @@ pub struct Bucket {
     ceiling: Option<(Instant, f64, f64)>,
 }
 
+/// Capacity and refill rate (per second) for a limit per minute.
+fn shape(per_minute: f64) -> (f64, f64, f64) {
+    let l = per_minute.max(1.0);
+    let capacity = (l / 60.0).max(1.0);
+    (l, capacity, (l - capacity).max(l / 2.0) / 60.0)
+}
+
 impl Bucket {
     /// A full bucket for `per_minute`.
     pub fn new(per_minute: u64, now: Instant) -> Bucket {
-        let mut b =
-            Bucket { per_minute: 0.0, capacity: 0.0, rate: 0.0, level: 0.0, at: now, debited: 0.0, ceiling: None };
-        b.set_limit(per_minute as f64);
-        b.level = b.capacity;
-        b
+        let (per_minute, capacity, rate) = shape(per_minute as f64);
+        Bucket { per_minute, inner: crate::bucket::Bucket::full(capacity, rate, now), debited: 0.0, ceiling: None }
     }
 
     fn set_limit(&mut self, per_minute: f64) {
-        let l = per_minute.max(1.0);
+        let (l, capacity, rate) = shape(per_minute);
         self.per_minute = l;
-        self.capacity = (l / 60.0).max(1.0);
-        self.rate = (l - self.capacity).max(l / 2.0) / 60.0;
-        self.level = self.level.min(self.capacity);
+        self.inner.reshape(capacity, rate);
     }
 
     pub fn per_minute(&self) -> f64 {
@@ -85,24 +86,22 @@ impl Bucket {
     }
 
     pub fn capacity(&self) -> f64 {
-        self.capacity
+        self.inner.capacity()
     }
 
     /// Refill rate, per second.
     pub fn rate(&self) -> f64 {
-        self.rate
+        self.inner.rate()
     }
 
     fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.level = (self.level + dt * self.rate).min(self.capacity);
-        self.at = self.at.max(now);
+        self.inner.refill(now);
         if let Some((at, base, rate)) = self.ceiling {
             let top = base + rate * now.saturating_duration_since(at).as_secs_f64();
-            if top >= self.capacity {
+            if top >= self.inner.capacity() {
                 self.ceiling = None;
             } else {
-                self.level = self.level.min(top);
+                self.inner.cap(top);
             }
         }
     }
@@ -110,17 +109,17 @@ impl Bucket {
     /// Level now (after refill).
     pub fn level(&mut self, now: Instant) -> f64 {
         self.refill(now);
-        self.level
+        self.inner.level()
     }
 
     /// How long until `amount` (capped at the capacity) is there.
     pub fn wait(&mut self, amount: f64, now: Instant) -> Duration {
         self.refill(now);
-        let need = amount.min(self.capacity);
-        if self.level + 1e-9 >= need {
+        let need = amount.min(self.inner.capacity());
+        if self.inner.level() + 1e-9 >= need {
             return Duration::ZERO;
         }
-        let mut secs = (need - self.level) / self.rate;
+        let mut secs = self.inner.secs_until(need);
         if let Some((at, base, rate)) = self.ceiling {
             // Also wait for the server's refill line to pass `need`.
             let elapsed = now.saturating_duration_since(at).as_secs_f64();
@@ -133,8 +132,8 @@ impl Bucket {
     /// Take `amount` (capped at the capacity); the level may go negative.
     pub fn take(&mut self, amount: f64, now: Instant) -> f64 {
         self.refill(now);
-        let a = amount.min(self.capacity).max(0.0);
-        self.level -= a;
+        let a = amount.min(self.inner.capacity()).max(0.0);
+        self.inner.take(a);
         self.debited += a;
         a
     }
@@ -142,7 +141,7 @@ impl Bucket {
     /// Debit `delta` more (positive) or give it back (negative).
     pub fn correct(&mut self, delta: f64, now: Instant) {
         self.refill(now);
-        self.level = (self.level - delta).min(self.capacity);
+        self.inner.put(-delta);
         if delta > 0.0 {
             self.debited += delta;
         }
@@ -152,8 +151,8 @@ impl Bucket {
     /// second from now) caps what we believe is left.
     pub fn cap(&mut self, bound: f64, rate: f64, now: Instant) {
         self.refill(now);
-        self.level = self.level.min(bound);
-        if rate > 0.0 && rate < self.rate && bound < self.capacity {
+        self.inner.cap(bound);
+        if rate > 0.0 && rate < self.inner.rate() && bound < self.inner.capacity() {
             self.ceiling = Some((now, bound, rate));
         }
     }
@@ -200,7 +199,7 @@ impl Dim {
             }
         }
         let (Some(remaining), Some(b)) = (h.remaining, self.bucket.as_mut()) else { return };
-        let mut rate = b.rate;
+        let mut rate = b.rate();
         if let (Some(limit), Some(reset)) = (h.limit, h.reset)
             && let Ok(until) = reset.duration_since(wall)
             && remaining < limit
