@@ -1,8 +1,10 @@
 //! The mock server's clock: wall time at start + a monotonic offset, so it
-//! never goes back. Date formatting is [`crate::time`]'s; this module must
+//! never goes back. The offset is tokio's clock, so on paused time (tests)
+//! the server's timestamps, arrivals and rate-limit headers follow it. Date formatting is [`crate::time`]'s; this module must
 //! not grow its own calendar arithmetic.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::time::Instant;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {

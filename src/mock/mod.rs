@@ -13,8 +13,8 @@
 //! as [`crate::assemble::Body`]), [`reply`] (messages, usage, SSE events,
 //! error envelopes), [`pyjson`] (Python-compatible serializers of the
 //! reply format), [`ratelimit`] (token buckets and headers), [`batches`]
-//! (Message Batches), [`record`] (the request log), [`clock`] (server time,
-//! RFC 3339), [`server`] (HTTP serving and the request flow).
+//! (Message Batches), [`record`] (the request log), [`clock`] (server time),
+//! [`server`] (HTTP serving and the request flow).
 
 pub mod batches;
 pub mod clock;

@@ -469,6 +469,43 @@ mod tests {
         assert!(l.try_take(0, t0 + Duration::from_secs(1)).is_ok());
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn take_waits_on_tokio_time() {
+        let l = Limiter::new(Limits { rpm: Some(60), ..Limits::default() }, false);
+        let t0 = Instant::now();
+        l.take(0).await;
+        assert_eq!(Instant::now(), t0, "the burst goes at once");
+        // One token at 59/60 per s; the timer fires on the next millisecond.
+        l.take(0).await;
+        let need = Duration::from_secs_f64(60.0 / 59.0);
+        let took = Instant::now() - t0;
+        assert!(took >= need && took <= need + ms(1), "{took:?}");
+        // A 429's pause holds every take until its instant, exactly.
+        let t1 = Instant::now();
+        l.pause_until(t1 + ms(1500));
+        l.take(0).await;
+        assert_eq!(Instant::now() - t1, ms(1500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn short_waits_are_stretched_to_min_wait() {
+        let l = Limiter::new(Limits { rpm: Some(6000), ..Limits::default() }, false);
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            l.take(0).await;
+        }
+        assert_eq!(Instant::now(), t0);
+        // The 101st needs 1/98.3 s ≈ 10.2 ms but waits MIN_WAIT (0.97 of a
+        // token left); the tokens accrued meanwhile let the 102nd and 103rd
+        // go together after the next one: two per wake-up, same rate.
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, MIN_WAIT);
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, 2 * MIN_WAIT);
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, 2 * MIN_WAIT);
+    }
+
     #[test]
     fn pause_stops_everything_until_its_instant() {
         let t0 = Instant::now();
