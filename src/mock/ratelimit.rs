@@ -1,7 +1,7 @@
 //! Rate limits as the real API applies them (facts §3.1–3.2): one token
-//! bucket per limit (RPM, ITPM, OTPM), capacity = the per-minute limit,
-//! refilled continuously at limit/60 per second (never reset at fixed
-//! times), starting full.
+//! bucket ([`crate::bucket`]) per limit (RPM, ITPM, OTPM), capacity = the
+//! per-minute limit, refilled continuously at limit/60 per second (never
+//! reset at fixed times), starting full.
 //!
 //! - RPM: one per request.
 //! - ITPM counts `input_tokens + cache_creation_input_tokens`, not cache

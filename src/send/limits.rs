@@ -1,6 +1,6 @@
-//! Client-side rate limits: one token bucket per dimension — requests,
-//! input tokens, output tokens per minute (`--rpm --itpm --otpm`) — shaped
-//! like the server's (facts §3.1: capacity refills continuously, and a
+//! Client-side rate limits: one token bucket ([`crate::bucket`]) per
+//! dimension — requests, input tokens, output tokens per minute (`--rpm
+//! --itpm --otpm`) — shaped like the server's (facts §3.1: capacity refills continuously, and a
 //! limit may be enforced over short windows, so a 60 RPM limit can act as
 //! 1 request per second).
 //!
@@ -336,6 +336,19 @@ impl Limiter {
     /// A reply came: correct the reservations from its usage and adapt to
     /// its headers.
     pub fn on_reply(&self, t: &Ticket, usage: Option<UsageCounts>, headers: Option<&HeaderMap>, now: Instant) {
+        self.on_reply_at(t, usage, headers, now, SystemTime::now());
+    }
+
+    /// [`Limiter::on_reply`] with the wall clock's `wall` for the `…-reset`
+    /// instants (tests give a fixed one: the wait is then exact).
+    pub fn on_reply_at(
+        &self,
+        t: &Ticket,
+        usage: Option<UsageCounts>,
+        headers: Option<&HeaderMap>,
+        now: Instant,
+        wall: SystemTime,
+    ) {
         let mut s = self.lock();
         if let Some(u) = usage {
             if let Some(b) = s.dims[IN].bucket.as_mut() {
@@ -348,7 +361,6 @@ impl Limiter {
             s.output_average = Some(s.output_average.map_or(o, |a| 0.9 * a + 0.1 * o));
         }
         if let Some(h) = headers.filter(|_| s.adapt) {
-            let wall = SystemTime::now();
             for (i, name) in HEADER_NAMES.iter().enumerate() {
                 let limit = ServerLimit::from_headers(h, name);
                 if limit != ServerLimit::default() {
@@ -561,17 +573,19 @@ mod tests {
         let l = Limiter::new(Limits { itpm: Some(600_000), ..Limits::default() }, true);
         let t = l.try_take(100, t0).unwrap();
         // Full again in 120 s: 5,000 tokens/s, slower than our 9,833/s.
-        let reset = SystemTime::now() + Duration::from_secs(120);
-        let reset = crate::time::format_system_time(reset);
+        let wall = SystemTime::UNIX_EPOCH + ms(1_796_066_965_000);
+        let reset = crate::time::format_system_time(wall + Duration::from_secs(120));
         let h = headers(&[
             ("anthropic-ratelimit-input-tokens-limit", "600000".into()),
             ("anthropic-ratelimit-input-tokens-remaining", "0".into()),
             ("anthropic-ratelimit-input-tokens-reset", reset),
         ]);
-        l.on_reply(&t, None, Some(&h), t0);
+        l.on_reply_at(&t, None, Some(&h), t0, wall);
         // So 6,000 tokens take ≈ 1.2 s (the bucket's own rate: 0.61 s).
         let w = l.try_take(6_000, t0).unwrap_err();
         assert!(w > ms(1150) && w < ms(1250), "{w:?}");
+        // Exactly 1.2 s with a fixed wall clock (rounded up to the µs, + 1 µs).
+        assert!(w >= ms(1200) && w <= ms(1200) + Duration::from_micros(2), "{w:?}");
     }
 
     #[test]
