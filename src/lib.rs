@@ -9,15 +9,19 @@
 
 pub mod assemble;
 pub mod baseline;
+#[cfg(feature = "net")]
+pub mod bucket;
 pub mod corpus;
 pub mod cost;
 pub mod diag;
 pub mod env;
 pub mod input;
 pub mod json;
+#[cfg(feature = "net")]
 pub mod mock;
 pub mod model;
 pub mod profile;
+#[cfg(feature = "net")]
 pub mod send;
 pub mod stats;
 pub mod time;

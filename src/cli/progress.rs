@@ -15,16 +15,32 @@ pub fn reading(disc: &Discovery) -> Option<ProgressBar> {
     Some(styled(disc.total_bytes(), "{spinner} reading {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec} eta {eta}"))
 }
 
-/// A requests-finished bar for send (the cli-side copy of
-/// `ctxasm::send::report::progress_bar`, which `send::send` still draws
-/// itself until the library takes a progress callback instead).
+/// `send`'s requests-finished bar: the library reports through
+/// [`ctxasm::send::report::Progress`], this draws it (only when stderr is a
+/// terminal).
 #[cfg(feature = "net")]
-#[allow(dead_code)]
-pub fn requests(total: u64) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() || total == 0 {
-        return None;
+#[derive(Default)]
+pub struct SendBar(std::sync::OnceLock<ProgressBar>);
+
+#[cfg(feature = "net")]
+impl ctxasm::send::report::Progress for SendBar {
+    fn start(&self, total: u64) -> bool {
+        if !std::io::stderr().is_terminal() || total == 0 {
+            return false;
+        }
+        self.0.set(styled(total, "{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}")).is_ok()
     }
-    Some(styled(total, "{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}"))
+    fn update(&self, finished: u64, counters: &ctxasm::send::report::Counters) {
+        if let Some(bar) = self.0.get() {
+            bar.set_position(finished);
+            bar.set_message(ctxasm::send::report::progress_message(counters));
+        }
+    }
+    fn finish(&self) {
+        if let Some(bar) = self.0.get() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 fn styled(total: u64, template: &str) -> ProgressBar {

@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// At most this many requests per batch (facts §4; more is a 413).
 pub const MAX_REQUESTS: usize = 100_000;

@@ -11,12 +11,14 @@
 //! One concern per module: [`spec`] (fault and latency specs, the
 //! per-request draw), [`script`] (reply rules), [`request`] (request bodies
 //! as [`crate::assemble::Body`]), [`reply`] (messages, usage, SSE events,
-//! error envelopes), [`ratelimit`] (token buckets and headers), [`batches`]
-//! (Message Batches), [`record`] (the request log), [`clock`] (server time,
-//! RFC 3339), [`server`] (HTTP serving and the request flow).
+//! error envelopes), [`pyjson`] (Python-compatible serializers of the
+//! reply format), [`ratelimit`] (token buckets and headers), [`batches`]
+//! (Message Batches), [`record`] (the request log), [`clock`] (server time),
+//! [`server`] (HTTP serving and the request flow).
 
 pub mod batches;
 pub mod clock;
+pub mod pyjson;
 pub mod ratelimit;
 pub mod record;
 pub mod reply;

@@ -1,7 +1,7 @@
 //! Rate limits as the real API applies them (facts §3.1–3.2): one token
-//! bucket per limit (RPM, ITPM, OTPM), capacity = the per-minute limit,
-//! refilled continuously at limit/60 per second (never reset at fixed
-//! times), starting full.
+//! bucket ([`crate::bucket`]) per limit (RPM, ITPM, OTPM), capacity = the
+//! per-minute limit, refilled continuously at limit/60 per second (never
+//! reset at fixed times), starting full.
 //!
 //! - RPM: one per request.
 //! - ITPM counts `input_tokens + cache_creation_input_tokens`, not cache
@@ -26,37 +26,33 @@
 //! headers show input + output combined (no workspace limit, facts §3.2).
 
 use super::clock::{Clock, rfc3339};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
+/// A limit's bucket: [`crate::bucket::Bucket`] with capacity = the limit
+/// and refill = limit/60 per second.
 #[derive(Debug, Clone)]
 struct Bucket {
     limit: u64,
-    level: f64,
-    at: Instant,
+    inner: crate::bucket::Bucket,
 }
 
 impl Bucket {
     fn new(limit: u64, now: Instant) -> Self {
-        Bucket { limit, level: limit as f64, at: now }
-    }
-
-    fn rate(&self) -> f64 {
-        self.limit as f64 / 60.0
+        Bucket { limit, inner: crate::bucket::Bucket::full(limit as f64, limit as f64 / 60.0, now) }
     }
 
     fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.level = (self.level + dt * self.rate()).min(self.limit as f64);
-        self.at = self.at.max(now);
+        self.inner.refill(now);
     }
 
     /// Seconds until the bucket holds `need`.
     fn wait_for(&self, need: f64) -> f64 {
-        if self.level >= need { 0.0 } else { (need - self.level) / self.rate() }
+        self.inner.secs_until(need)
     }
 
     fn remaining(&self) -> u64 {
-        self.level.max(0.0).floor() as u64
+        self.inner.level().max(0.0).floor() as u64
     }
 
     /// Seconds until full.
@@ -161,10 +157,10 @@ impl Limits {
             return Err(Limited { which, limit, retry_after });
         }
         if let Some(b) = &mut self.rpm {
-            b.level -= 1.0;
+            b.inner.take(1.0);
         }
         if let Some(b) = &mut self.itpm {
-            b.level -= (prompt_tokens as f64).min(b.limit as f64);
+            b.inner.take((prompt_tokens as f64).min(b.limit as f64));
         }
         Ok(())
     }
@@ -174,8 +170,7 @@ impl Limits {
     pub fn correct_input(&mut self, now: Instant, prompt_tokens: u64, counted: u64) {
         self.refill(now);
         if let Some(b) = &mut self.itpm {
-            b.level += (prompt_tokens as f64).min(b.limit as f64) - counted as f64;
-            b.level = b.level.min(b.limit as f64);
+            b.inner.put((prompt_tokens as f64).min(b.limit as f64) - counted as f64);
         }
     }
 
@@ -183,7 +178,7 @@ impl Limits {
     pub fn debit_output(&mut self, now: Instant, tokens: u64) {
         self.refill(now);
         if let Some(b) = &mut self.otpm {
-            b.level -= tokens as f64;
+            b.inner.take(tokens as f64);
         }
     }
 

@@ -240,17 +240,6 @@ pub struct Facts {
     pub tools: Vec<String>,
 }
 
-/// Python's `str()` of a JSON value, as far as the rules can tell.
-fn py_str(v: Option<&Value>) -> String {
-    match v {
-        None | Some(Value::Null) => "None".into(),
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Bool(true)) => "True".into(),
-        Some(Value::Bool(false)) => "False".into(),
-        Some(other) => other.to_string(),
-    }
-}
-
 /// `text_of` of mock_anthropic.py: a string as is; of a block list, the
 /// text blocks and tool results' contents joined by `\n`.
 fn text_of(content: Option<&Value>) -> String {
@@ -263,7 +252,7 @@ fn text_of(content: Option<&Value>) -> String {
                     Some("text") => out.push(b.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
                     Some("tool_result") => match b.get("content") {
                         c @ Some(Value::Array(_)) => out.push(text_of(c)),
-                        c => out.push(py_str(c)),
+                        c => out.push(super::pyjson::py_str(c)),
                     },
                     _ => {}
                 }
@@ -291,7 +280,7 @@ impl Facts {
                 .collect::<Vec<_>>()
                 .join("\n"),
             None => String::new(),
-            s => py_str(s),
+            s => super::pyjson::py_str(s),
         };
         let tools = body
             .get("tools")

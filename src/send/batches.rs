@@ -205,7 +205,7 @@ pub fn append_state(path: &Path, s: &Submitted, input: &str, endpoint: &str) -> 
     let line = serde_json::json!({
         "id": s.id,
         "requests": s.requests,
-        "submitted_at": super::report::rfc3339(SystemTime::now()),
+        "submitted_at": crate::time::format_system_time(SystemTime::now()),
         "input": input,
         "endpoint": endpoint,
     });
@@ -341,6 +341,9 @@ pub struct ResultCounts {
     pub succeeded: u64,
     pub failed: u64,
     pub bad_lines: u64,
+    /// One line per bad result line (`results of batch …: line N: …`), in
+    /// order, for the caller to show.
+    pub warnings: Vec<String>,
 }
 
 /// Download an ended batch's results into the journal.
@@ -386,7 +389,7 @@ pub async fn results(client: &Client, id: &str, journal: &JournalSender) -> Resu
             }
             Err(e) => {
                 counts.bad_lines += 1;
-                eprintln!("ctxasm: {what}: line {line_no}: {e}");
+                counts.warnings.push(format!("{what}: line {line_no}: {e}"));
             }
         }
         Ok(())

@@ -19,8 +19,9 @@ use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::time::Instant;
 
 /// How far to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,29 +94,12 @@ pub fn jitter() -> f64 {
 /// Send `requests` (those not yet in the journal) until all are final or
 /// `stop` says so. Returns the run's summary (`requests`, `already_*` and
 /// `elapsed` are left for the caller).
-pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Receiver<Stop>) -> Summary {
+pub async fn run(d: Dispatch, requests: Arc<[Request]>, external: watch::Receiver<Stop>) -> Summary {
     let start = Instant::now();
     // An internal stop level: the caller's, or Abort when the journal fails.
     let (stop_tx, stop_rx) = watch::channel(Stop::Run);
     let stop_tx = Arc::new(stop_tx);
-    let forward = {
-        let stop_tx = stop_tx.clone();
-        tokio::spawn(async move {
-            loop {
-                let level = *external.borrow_and_update();
-                stop_tx.send_if_modified(|s| {
-                    let changed = level > *s;
-                    if changed {
-                        *s = level;
-                    }
-                    changed
-                });
-                if level == Stop::Abort || external.changed().await.is_err() {
-                    return;
-                }
-            }
-        })
-    };
+    let forward = tokio::spawn(forward(external, stop_tx.clone()));
     let shared = Arc::new(Shared {
         requests: requests.clone(),
         client: d.client,
@@ -135,23 +119,8 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
     let mut latencies = Vec::with_capacity(requests.len());
 
     let mut handle =
-        |ev: Event, summary: &mut Summary, ready: &mut VecDeque<Job>, outstanding: &mut usize, draining: bool| match ev
-        {
-            Event::Retry(job) if !draining => ready.push_back(job),
-            Event::Retry(_) | Event::Interrupted => {
-                summary.interrupted += 1;
-                *outstanding -= 1;
-            }
-            Event::Done { status, ok, latency_ms } => {
-                *outstanding -= 1;
-                *summary.statuses.entry(status).or_insert(0) += 1;
-                if ok {
-                    summary.ok += 1;
-                } else {
-                    summary.failed += 1;
-                }
-                latencies.push(latency_ms);
-            }
+        |ev: Event, summary: &mut Summary, ready: &mut VecDeque<Job>, outstanding: &mut usize, draining| {
+            tally(ev, summary, &mut latencies, ready, outstanding, draining);
         };
 
     loop {
@@ -192,22 +161,8 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
             }
             continue;
         };
-        // A slot, then the limiter's go; a stop meanwhile drops the job.
-        let permit = tokio::select! {
-            p = sem.clone().acquire_owned() => p.ok(),
-            _ = until(&mut stop, Stop::Drain) => None,
-        };
-        let ticket = match permit {
-            Some(_) => {
-                let est = requests.get(job.index).map_or(0, Request::estimated_input_tokens);
-                tokio::select! {
-                    t = shared.limiter.take(est) => Some(t),
-                    _ = until(&mut stop, Stop::Drain) => None,
-                }
-            }
-            None => None,
-        };
-        let (Some(permit), Some(ticket)) = (permit, ticket) else {
+        let est = requests.get(job.index).map_or(0, Request::estimated_input_tokens);
+        let Some((permit, ticket)) = admit(&sem, &shared.limiter, est, &mut stop).await else {
             if job.attempts > 0 {
                 summary.interrupted += 1;
             } else {
@@ -227,6 +182,70 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, mut external: watch::Rec
     summary.rate_limited = shared.rate_limited.load(Ordering::Relaxed);
     summary.elapsed = start.elapsed();
     summary
+}
+
+/// The caller's stop level, forwarded into the run's own (which the
+/// journal's failure can also raise); never lowered.
+async fn forward(mut external: watch::Receiver<Stop>, stop_tx: Arc<watch::Sender<Stop>>) {
+    loop {
+        let level = *external.borrow_and_update();
+        stop_tx.send_if_modified(|s| {
+            let changed = level > *s;
+            if changed {
+                *s = level;
+            }
+            changed
+        });
+        if level == Stop::Abort || external.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// An attempt's end, counted into the summary.
+fn tally(
+    ev: Event,
+    summary: &mut Summary,
+    latencies: &mut Vec<u64>,
+    ready: &mut VecDeque<Job>,
+    outstanding: &mut usize,
+    draining: bool,
+) {
+    match ev {
+        Event::Retry(job) if !draining => ready.push_back(job),
+        Event::Retry(_) | Event::Interrupted => {
+            summary.interrupted += 1;
+            *outstanding -= 1;
+        }
+        Event::Done { status, ok, latency_ms } => {
+            *outstanding -= 1;
+            *summary.statuses.entry(status).or_insert(0) += 1;
+            if ok {
+                summary.ok += 1;
+            } else {
+                summary.failed += 1;
+            }
+            latencies.push(latency_ms);
+        }
+    }
+}
+
+/// A slot, then the limiter's go for `input_estimate` tokens; `None` when a
+/// stop comes first (the job is dropped).
+async fn admit(
+    sem: &Arc<Semaphore>,
+    limiter: &Limiter,
+    input_estimate: u64,
+    stop: &mut watch::Receiver<Stop>,
+) -> Option<(OwnedSemaphorePermit, Ticket)> {
+    let permit = tokio::select! {
+        p = sem.clone().acquire_owned() => p.ok(),
+        _ = until(stop, Stop::Drain) => None,
+    }?;
+    tokio::select! {
+        t = limiter.take(input_estimate) => Some((permit, t)),
+        _ = until(stop, Stop::Drain) => None,
+    }
 }
 
 async fn attempt(

@@ -1,6 +1,6 @@
-//! Client-side rate limits: one token bucket per dimension — requests,
-//! input tokens, output tokens per minute (`--rpm --itpm --otpm`) — shaped
-//! like the server's (facts §3.1: capacity refills continuously, and a
+//! Client-side rate limits: one token bucket ([`crate::bucket`]) per
+//! dimension — requests, input tokens, output tokens per minute (`--rpm
+//! --itpm --otpm`) — shaped like the server's (facts §3.1: capacity refills continuously, and a
 //! limit may be enforced over short windows, so a 60 RPM limit can act as
 //! 1 request per second).
 //!
@@ -37,7 +37,8 @@
 
 use reqwest::header::HeaderMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
+use tokio::time::Instant;
 
 /// Limits per minute; `None` = none on that dimension.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -47,14 +48,12 @@ pub struct Limits {
     pub otpm: Option<u64>,
 }
 
-/// A continuous token bucket (see the module docs for its shape).
+/// A dimension's bucket: [`crate::bucket::Bucket`] in the shape of the
+/// module docs, with what it has debited and the server's refill line.
 #[derive(Debug, Clone)]
 pub struct Bucket {
     per_minute: f64,
-    capacity: f64,
-    rate: f64,
-    level: f64,
-    at: Instant,
+    inner: crate::bucket::Bucket,
     /// Everything ever taken (reservations and upward corrections).
     debited: f64,
     /// The server's view, when it refills slower than we do: the level may
@@ -62,22 +61,24 @@ pub struct Bucket {
     ceiling: Option<(Instant, f64, f64)>,
 }
 
+/// Capacity and refill rate (per second) for a limit per minute.
+fn shape(per_minute: f64) -> (f64, f64, f64) {
+    let l = per_minute.max(1.0);
+    let capacity = (l / 60.0).max(1.0);
+    (l, capacity, (l - capacity).max(l / 2.0) / 60.0)
+}
+
 impl Bucket {
     /// A full bucket for `per_minute`.
     pub fn new(per_minute: u64, now: Instant) -> Bucket {
-        let mut b =
-            Bucket { per_minute: 0.0, capacity: 0.0, rate: 0.0, level: 0.0, at: now, debited: 0.0, ceiling: None };
-        b.set_limit(per_minute as f64);
-        b.level = b.capacity;
-        b
+        let (per_minute, capacity, rate) = shape(per_minute as f64);
+        Bucket { per_minute, inner: crate::bucket::Bucket::full(capacity, rate, now), debited: 0.0, ceiling: None }
     }
 
     fn set_limit(&mut self, per_minute: f64) {
-        let l = per_minute.max(1.0);
+        let (l, capacity, rate) = shape(per_minute);
         self.per_minute = l;
-        self.capacity = (l / 60.0).max(1.0);
-        self.rate = (l - self.capacity).max(l / 2.0) / 60.0;
-        self.level = self.level.min(self.capacity);
+        self.inner.reshape(capacity, rate);
     }
 
     pub fn per_minute(&self) -> f64 {
@@ -85,24 +86,22 @@ impl Bucket {
     }
 
     pub fn capacity(&self) -> f64 {
-        self.capacity
+        self.inner.capacity()
     }
 
     /// Refill rate, per second.
     pub fn rate(&self) -> f64 {
-        self.rate
+        self.inner.rate()
     }
 
     fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.at).as_secs_f64();
-        self.level = (self.level + dt * self.rate).min(self.capacity);
-        self.at = self.at.max(now);
+        self.inner.refill(now);
         if let Some((at, base, rate)) = self.ceiling {
             let top = base + rate * now.saturating_duration_since(at).as_secs_f64();
-            if top >= self.capacity {
+            if top >= self.inner.capacity() {
                 self.ceiling = None;
             } else {
-                self.level = self.level.min(top);
+                self.inner.cap(top);
             }
         }
     }
@@ -110,17 +109,17 @@ impl Bucket {
     /// Level now (after refill).
     pub fn level(&mut self, now: Instant) -> f64 {
         self.refill(now);
-        self.level
+        self.inner.level()
     }
 
     /// How long until `amount` (capped at the capacity) is there.
     pub fn wait(&mut self, amount: f64, now: Instant) -> Duration {
         self.refill(now);
-        let need = amount.min(self.capacity);
-        if self.level + 1e-9 >= need {
+        let need = amount.min(self.inner.capacity());
+        if self.inner.level() + 1e-9 >= need {
             return Duration::ZERO;
         }
-        let mut secs = (need - self.level) / self.rate;
+        let mut secs = self.inner.secs_until(need);
         if let Some((at, base, rate)) = self.ceiling {
             // Also wait for the server's refill line to pass `need`.
             let elapsed = now.saturating_duration_since(at).as_secs_f64();
@@ -133,8 +132,8 @@ impl Bucket {
     /// Take `amount` (capped at the capacity); the level may go negative.
     pub fn take(&mut self, amount: f64, now: Instant) -> f64 {
         self.refill(now);
-        let a = amount.min(self.capacity).max(0.0);
-        self.level -= a;
+        let a = amount.min(self.inner.capacity()).max(0.0);
+        self.inner.take(a);
         self.debited += a;
         a
     }
@@ -142,7 +141,7 @@ impl Bucket {
     /// Debit `delta` more (positive) or give it back (negative).
     pub fn correct(&mut self, delta: f64, now: Instant) {
         self.refill(now);
-        self.level = (self.level - delta).min(self.capacity);
+        self.inner.put(-delta);
         if delta > 0.0 {
             self.debited += delta;
         }
@@ -152,8 +151,8 @@ impl Bucket {
     /// second from now) caps what we believe is left.
     pub fn cap(&mut self, bound: f64, rate: f64, now: Instant) {
         self.refill(now);
-        self.level = self.level.min(bound);
-        if rate > 0.0 && rate < self.rate && bound < self.capacity {
+        self.inner.cap(bound);
+        if rate > 0.0 && rate < self.inner.rate() && bound < self.inner.capacity() {
             self.ceiling = Some((now, bound, rate));
         }
     }
@@ -200,7 +199,7 @@ impl Dim {
             }
         }
         let (Some(remaining), Some(b)) = (h.remaining, self.bucket.as_mut()) else { return };
-        let mut rate = b.rate;
+        let mut rate = b.rate();
         if let (Some(limit), Some(reset)) = (h.limit, h.reset)
             && let Ok(until) = reset.duration_since(wall)
             && remaining < limit
@@ -234,7 +233,7 @@ impl ServerLimit {
         };
         let num = |s: Option<String>| s.and_then(|s| s.parse::<u64>().ok());
         let reset = get("reset")
-            .and_then(|s| crate::cost::sim::parse_timestamp_ms(&s))
+            .and_then(|s| crate::time::parse_timestamp_ms(&s))
             .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
         ServerLimit { limit: num(get("limit")), remaining: num(get("remaining")), reset }
     }
@@ -337,6 +336,19 @@ impl Limiter {
     /// A reply came: correct the reservations from its usage and adapt to
     /// its headers.
     pub fn on_reply(&self, t: &Ticket, usage: Option<UsageCounts>, headers: Option<&HeaderMap>, now: Instant) {
+        self.on_reply_at(t, usage, headers, now, SystemTime::now());
+    }
+
+    /// [`Limiter::on_reply`] with the wall clock's `wall` for the `…-reset`
+    /// instants (tests give a fixed one: the wait is then exact).
+    pub fn on_reply_at(
+        &self,
+        t: &Ticket,
+        usage: Option<UsageCounts>,
+        headers: Option<&HeaderMap>,
+        now: Instant,
+        wall: SystemTime,
+    ) {
         let mut s = self.lock();
         if let Some(u) = usage {
             if let Some(b) = s.dims[IN].bucket.as_mut() {
@@ -349,7 +361,6 @@ impl Limiter {
             s.output_average = Some(s.output_average.map_or(o, |a| 0.9 * a + 0.1 * o));
         }
         if let Some(h) = headers.filter(|_| s.adapt) {
-            let wall = SystemTime::now();
             for (i, name) in HEADER_NAMES.iter().enumerate() {
                 let limit = ServerLimit::from_headers(h, name);
                 if limit != ServerLimit::default() {
@@ -470,6 +481,43 @@ mod tests {
         assert!(l.try_take(0, t0 + Duration::from_secs(1)).is_ok());
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn take_waits_on_tokio_time() {
+        let l = Limiter::new(Limits { rpm: Some(60), ..Limits::default() }, false);
+        let t0 = Instant::now();
+        l.take(0).await;
+        assert_eq!(Instant::now(), t0, "the burst goes at once");
+        // One token at 59/60 per s; the timer fires on the next millisecond.
+        l.take(0).await;
+        let need = Duration::from_secs_f64(60.0 / 59.0);
+        let took = Instant::now() - t0;
+        assert!(took >= need && took <= need + ms(1), "{took:?}");
+        // A 429's pause holds every take until its instant, exactly.
+        let t1 = Instant::now();
+        l.pause_until(t1 + ms(1500));
+        l.take(0).await;
+        assert_eq!(Instant::now() - t1, ms(1500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn short_waits_are_stretched_to_min_wait() {
+        let l = Limiter::new(Limits { rpm: Some(6000), ..Limits::default() }, false);
+        let t0 = Instant::now();
+        for _ in 0..100 {
+            l.take(0).await;
+        }
+        assert_eq!(Instant::now(), t0);
+        // The 101st needs 1/98.3 s ≈ 10.2 ms but waits MIN_WAIT (0.97 of a
+        // token left); the tokens accrued meanwhile let the 102nd and 103rd
+        // go together after the next one: two per wake-up, same rate.
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, MIN_WAIT);
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, 2 * MIN_WAIT);
+        l.take(0).await;
+        assert_eq!(Instant::now() - t0, 2 * MIN_WAIT);
+    }
+
     #[test]
     fn pause_stops_everything_until_its_instant() {
         let t0 = Instant::now();
@@ -525,17 +573,19 @@ mod tests {
         let l = Limiter::new(Limits { itpm: Some(600_000), ..Limits::default() }, true);
         let t = l.try_take(100, t0).unwrap();
         // Full again in 120 s: 5,000 tokens/s, slower than our 9,833/s.
-        let reset = SystemTime::now() + Duration::from_secs(120);
-        let reset = crate::send::report::rfc3339(reset);
+        let wall = SystemTime::UNIX_EPOCH + ms(1_796_066_965_000);
+        let reset = crate::time::format_system_time(wall + Duration::from_secs(120));
         let h = headers(&[
             ("anthropic-ratelimit-input-tokens-limit", "600000".into()),
             ("anthropic-ratelimit-input-tokens-remaining", "0".into()),
             ("anthropic-ratelimit-input-tokens-reset", reset),
         ]);
-        l.on_reply(&t, None, Some(&h), t0);
+        l.on_reply_at(&t, None, Some(&h), t0, wall);
         // So 6,000 tokens take ≈ 1.2 s (the bucket's own rate: 0.61 s).
         let w = l.try_take(6_000, t0).unwrap_err();
         assert!(w > ms(1150) && w < ms(1250), "{w:?}");
+        // Exactly 1.2 s with a fixed wall clock (rounded up to the µs, + 1 µs).
+        assert!(w >= ms(1200) && w <= ms(1200) + Duration::from_micros(2), "{w:?}");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!   (facts §3.1, §3.2);
 //! - [`client`] and [`sse`]: one HTTP attempt, streamed replies rebuilt;
 //! - [`dispatch`]: the scheduler and the attempts;
-//! - [`report`]: counters, progress bar, summary;
+//! - [`report`]: counters, the progress hook, the summary;
 //! - [`dryrun`]: `--dry-run`'s per-model estimate;
 //! - [`baseline`]: the fixed-concurrency sender the benchmark compares with;
 //! - [`batches`]: `batch submit|status|results` (facts §4).
@@ -42,7 +42,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Everything `send` needs besides the input.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SendOptions {
     pub client: ClientConfig,
     /// The journal (`--results`).
@@ -52,8 +52,22 @@ pub struct SendOptions {
     /// Follow the server's rate-limit headers.
     pub adapt: bool,
     pub max_attempts: u32,
-    /// Show a progress bar (only drawn when stderr is a terminal).
-    pub progress: bool,
+    /// Told how the run goes (the CLI draws a progress bar from it).
+    pub progress: Option<Arc<dyn report::Progress>>,
+}
+
+impl std::fmt::Debug for SendOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendOptions")
+            .field("client", &self.client)
+            .field("results", &self.results)
+            .field("concurrency", &self.concurrency)
+            .field("limits", &self.limits)
+            .field("adapt", &self.adapt)
+            .field("max_attempts", &self.max_attempts)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// A run that could not go on.
@@ -108,13 +122,12 @@ pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>
         return Err(SendError::JournalWrite(std::io::Error::other("journal writer is not running")));
     };
     let counters = Arc::new(Counters::default());
-    let bar = if opts.progress { report::progress_bar(todo.len() as u64) } else { None };
-    let ticker = bar.clone().map(|bar| {
+    let progress = opts.progress.clone().filter(|p| p.start(todo.len() as u64));
+    let ticker = progress.clone().map(|p| {
         let c = counters.clone();
         tokio::spawn(async move {
             loop {
-                bar.set_position(Counters::get(&c.ok) + Counters::get(&c.failed));
-                bar.set_message(report::progress_message(&c));
+                p.update(Counters::get(&c.ok) + Counters::get(&c.failed), &c);
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         })
@@ -131,8 +144,8 @@ pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>
     if let Some(t) = ticker {
         t.abort();
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
+    if let Some(p) = progress {
+        p.finish();
     }
     let written = tokio::task::spawn_blocking(move || handle.finish())
         .await

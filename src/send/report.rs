@@ -1,9 +1,10 @@
-//! What a run did: live counters (for the progress bar on a terminal) and
-//! the summary line printed at the end of every run.
+//! What a run did: live counters (reported through [`Progress`], which the
+//! caller renders) and the summary line of every run. Nothing here writes to
+//! a terminal: the library returns text and events, the CLI shows them.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// Counters updated by the attempts as they go.
 #[derive(Debug, Default)]
@@ -101,22 +102,20 @@ pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     sorted.get(rank.clamp(1, sorted.len()) - 1).copied()
 }
 
-/// A progress bar on stderr (only when stderr is a terminal).
-pub fn progress_bar(total: u64) -> Option<indicatif::ProgressBar> {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() || total == 0 {
-        return None;
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}")
-    {
-        bar.set_style(style);
-    }
-    Some(bar)
+/// How a run reports progress while it goes: the library never draws (or
+/// prints); the caller (the CLI's progress bar) implements this.
+pub trait Progress: Send + Sync {
+    /// The run starts with `total` requests to send; `false` = no
+    /// [`Progress::update`] calls wanted (e.g. stderr is not a terminal).
+    fn start(&self, total: u64) -> bool;
+    /// Every 200 ms while the run goes: `finished` requests (ok or failed)
+    /// and the live counters ([`progress_message`] renders them).
+    fn update(&self, finished: u64, counters: &Counters);
+    /// The run is over (before the summary is printed).
+    fn finish(&self);
 }
 
-/// The bar's message from the counters.
+/// A progress line's message from the counters.
 pub fn progress_message(c: &Counters) -> String {
     format!(
         "sent {} ok {} retried {} failed {}",
@@ -127,33 +126,10 @@ pub fn progress_message(c: &Counters) -> String {
     )
 }
 
-/// `t` as RFC 3339 UTC with milliseconds (`2026-12-01T03:07:18.123Z`).
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // H. Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::SystemTime;
 
     #[test]
     fn percentiles() {
@@ -170,11 +146,11 @@ mod tests {
     fn rfc3339_round_trips() {
         for ms in [0u64, 1_700_000_000_123, 951_782_400_000, 4_102_444_799_999] {
             let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
-            let s = rfc3339(t);
-            assert_eq!(crate::cost::sim::parse_timestamp_ms(&s), Some(ms), "{s}");
+            let s = crate::time::format_system_time(t);
+            assert_eq!(crate::time::parse_timestamp_ms(&s), Some(ms), "{s}");
         }
         assert_eq!(
-            rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
+            crate::time::format_system_time(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),
             "2023-11-14T22:13:20.123Z"
         );
     }

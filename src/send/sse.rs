@@ -149,50 +149,7 @@ impl MessageBuilder {
                 }
                 self.partial_json[i].clear();
             }
-            "content_block_delta" => {
-                let i = index(data)?;
-                let delta = data.get("delta").and_then(Value::as_object).ok_or("no delta")?;
-                let dtype = delta.get("type").and_then(Value::as_str).unwrap_or("");
-                if dtype == "input_json_delta" {
-                    let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
-                    self.partial_json.get_mut(i).ok_or("delta before its block")?.push_str(part);
-                    return Ok(());
-                }
-                let block =
-                    self.content()?.get_mut(i).and_then(Value::as_object_mut).ok_or("delta before its block")?;
-                let append = |block: &mut Map<String, Value>, key: &str| {
-                    let add = delta.get(key).and_then(Value::as_str).unwrap_or("");
-                    match block.get_mut(key) {
-                        Some(Value::String(s)) => s.push_str(add),
-                        _ => {
-                            block.insert(key.into(), Value::String(add.into()));
-                        }
-                    }
-                };
-                match dtype {
-                    "text_delta" => append(block, "text"),
-                    "thinking_delta" => append(block, "thinking"),
-                    "signature_delta" => {
-                        block.insert("signature".into(), delta.get("signature").cloned().unwrap_or(Value::Null));
-                    }
-                    "citations_delta" => {
-                        let c = delta.get("citation").cloned().unwrap_or(Value::Null);
-                        match block.get_mut("citations") {
-                            Some(Value::Array(a)) => a.push(c),
-                            _ => {
-                                block.insert("citations".into(), Value::Array(vec![c]));
-                            }
-                        }
-                    }
-                    // A delta kind this version does not know: its fields
-                    // (other than `type`) are set on the block.
-                    _ => {
-                        for (k, v) in delta.iter().filter(|(k, _)| *k != "type") {
-                            block.insert(k.clone(), v.clone());
-                        }
-                    }
-                }
-            }
+            "content_block_delta" => self.apply_delta(data)?,
             "content_block_stop" => {
                 let i = index(data)?;
                 let json = self.partial_json.get_mut(i).map(std::mem::take).unwrap_or_default();
@@ -234,6 +191,53 @@ impl MessageBuilder {
                 self.end = Some(StreamEnd::Error(env));
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// A `content_block_delta`: text, thinking, signature, citations or a
+    /// tool's partial JSON appended to its block.
+    fn apply_delta(&mut self, data: &Value) -> Result<(), String> {
+        let i = index(data)?;
+        let delta = data.get("delta").and_then(Value::as_object).ok_or("no delta")?;
+        let dtype = delta.get("type").and_then(Value::as_str).unwrap_or("");
+        if dtype == "input_json_delta" {
+            let part = delta.get("partial_json").and_then(Value::as_str).unwrap_or("");
+            self.partial_json.get_mut(i).ok_or("delta before its block")?.push_str(part);
+            return Ok(());
+        }
+        let block = self.content()?.get_mut(i).and_then(Value::as_object_mut).ok_or("delta before its block")?;
+        let append = |block: &mut Map<String, Value>, key: &str| {
+            let add = delta.get(key).and_then(Value::as_str).unwrap_or("");
+            match block.get_mut(key) {
+                Some(Value::String(s)) => s.push_str(add),
+                _ => {
+                    block.insert(key.into(), Value::String(add.into()));
+                }
+            }
+        };
+        match dtype {
+            "text_delta" => append(block, "text"),
+            "thinking_delta" => append(block, "thinking"),
+            "signature_delta" => {
+                block.insert("signature".into(), delta.get("signature").cloned().unwrap_or(Value::Null));
+            }
+            "citations_delta" => {
+                let c = delta.get("citation").cloned().unwrap_or(Value::Null);
+                match block.get_mut("citations") {
+                    Some(Value::Array(a)) => a.push(c),
+                    _ => {
+                        block.insert("citations".into(), Value::Array(vec![c]));
+                    }
+                }
+            }
+            // A delta kind this version does not know: its fields
+            // (other than `type`) are set on the block.
+            _ => {
+                for (k, v) in delta.iter().filter(|(k, _)| *k != "type") {
+                    block.insert(k.clone(), v.clone());
+                }
+            }
         }
         Ok(())
     }

@@ -1,6 +1,12 @@
 //! `ctxasm send` and `ctxasm batch` against the mock server (loopback only):
 //! the in-process `ctxasm::mock::MockServer`, with `send` in-process
 //! (`ctxasm::send::send`) or as the spawned binary.
+//!
+//! The tests of the limiter's timing run server and client in one
+//! current-thread runtime on tokio's paused clock (`start_paused`): loopback
+//! I/O is done before the runtime idles, so virtual time only moves when
+//! every task waits on a timer, and the arrival times are exact whatever
+//! the machine's load. Tests of a spawned binary keep real time.
 
 use ctxasm::mock::{MockConfig, MockServer, MockStats};
 use ctxasm::send::dispatch::Stop;
@@ -59,7 +65,7 @@ fn options(endpoint: &str, results: &Path) -> ctxasm::send::SendOptions {
         limits: Limits::default(),
         adapt: true,
         max_attempts: 5,
-        progress: false,
+        progress: None,
     }
 }
 
@@ -222,6 +228,23 @@ fn assert_bucket(arrivals: &[u64], per_minute: f64, burst: f64) {
     }
 }
 
+/// On paused time nothing moves between a send and its arrival, and the
+/// timers fire on whole milliseconds: the arrivals obey the client's own
+/// bucket exactly (`burst`, then `refill_per_s`), with no allowance for
+/// jitter.
+fn assert_bucket_exact(arrivals: &[u64], burst: f64, refill_per_s: f64) {
+    let rate = refill_per_s / 1000.0; // per ms
+    for i in 0..arrivals.len() {
+        for j in i..arrivals.len() {
+            let w = (arrivals[j] - arrivals[i]) as f64;
+            let count = (j - i + 1) as f64;
+            assert!(count <= burst + rate * w + 1e-9, "{count} arrivals in {w} ms (burst {burst})");
+        }
+    }
+}
+
+/// Runs on tokio's paused clock (the test's `start_paused`): the mock's
+/// arrival times are the virtual instants the limiter let each request go.
 async fn rpm_run(per_minute: u64, n: usize) {
     let dir = tempfile::tempdir().unwrap();
     let input = batch_file(dir.path(), n);
@@ -243,17 +266,20 @@ async fn rpm_run(per_minute: u64, n: usize) {
     let needed = (n as f64 - burst) / ((per_minute as f64 - burst) / 60.0);
     let span = (arrivals[n - 1] - arrivals[0]) as f64 / 1000.0;
     assert!(span < needed * 1.1 + 0.5, "{span} s for {n} requests, the bucket needs {needed} s");
+    // Exactly: never faster than the bucket, and late only by the last
+    // timer's rounding up to the millisecond.
+    assert_bucket_exact(&arrivals, burst, (per_minute as f64 - burst) / 60.0);
+    assert!((span - needed).abs() < 0.002, "{span} s for {n} requests, the bucket needs {needed} s");
 }
 
-/// `--rpm 1200` on 150 requests (the brief's `--rpm 120` on 150 requests
-/// takes 75 s by construction: it is `rpm_120_on_150_requests`, ignored).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// `--rpm 1200` on 150 requests (and the brief's `--rpm 120` on 150
+/// requests, 75 s of virtual time: `rpm_120_on_150_requests`).
+#[tokio::test(start_paused = true)]
 async fn client_rpm_limit_holds_in_every_window() {
     rpm_run(1200, 150).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "slow: 150 requests at 120/min take 75 s; run with --ignored"]
+#[tokio::test(start_paused = true)]
 async fn rpm_120_on_150_requests() {
     rpm_run(120, 150).await;
 }
@@ -261,7 +287,7 @@ async fn rpm_120_on_150_requests() {
 /// Without header adaptation (`--no-adapt`) the client's own `--rpm 6000`
 /// overruns the server's 120/min: the 429s are retried after their
 /// retry-after, and each one pauses every send.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
     let dir = tempfile::tempdir().unwrap();
     let n = 130;
@@ -287,7 +313,8 @@ async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
     // A 429 pauses every new send until its retry-after (whole seconds,
     // ≥ 1, from the mock): the arrivals show those gaps.
     let arrivals = messages_arrivals(&stats);
-    let gaps = arrivals.windows(2).filter(|w| w[1] - w[0] >= 950).count();
+    // On paused time the pause is exact: whole seconds.
+    let gaps = arrivals.windows(2).filter(|w| w[1] - w[0] >= 1000).count();
     assert!(gaps >= 1, "no pause after a 429");
     // At most the requests already on the wire arrive in a pause: between
     // two pauses, ≤ concurrency + the server's refill.
@@ -297,7 +324,7 @@ async fn server_rpm_below_the_clients_gives_429s_that_are_handled() {
 /// With no client limit, the server's `anthropic-ratelimit-requests-*`
 /// headers set one: no 429, and the arrivals follow a 600/min bucket after
 /// the first replies.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn server_limit_headers_are_followed() {
     let dir = tempfile::tempdir().unwrap();
     let n = 60;
@@ -310,12 +337,19 @@ async fn server_limit_headers_are_followed() {
     assert_eq!(run.summary.ok, n as u64);
     assert_eq!(stats.by_status.get(&429), None);
     // Before the first reply: `concurrency` requests; then a full bucket of 10.
-    assert_bucket(&messages_arrivals(&stats), 600.0, 8.0 + 10.0);
+    let arrivals = messages_arrivals(&stats);
+    assert_bucket(&arrivals, 600.0, 8.0 + 10.0);
     let span = run.summary.elapsed.as_secs_f64();
     assert!(span > 3.5, "{span} s: the learned limit was not applied");
+    // On paused time, exactly: the learned bucket (600/min: burst 10, refill
+    // 590/60 per s) after the first `concurrency` requests, and the run takes
+    // as long as it needs for the other n − 18.
+    assert_bucket_exact(&arrivals, 18.0, 590.0 / 60.0);
+    let needed = (n - 18) as f64 / (590.0 / 60.0);
+    assert!(span >= needed - 0.001, "{span} s, the learned bucket needs {needed} s");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn retry_after_is_honoured_by_every_send() {
     let dir = tempfile::tempdir().unwrap();
     let n = 40;
@@ -338,13 +372,14 @@ async fn retry_after_is_honoured_by_every_send() {
     let arrivals = messages_arrivals(&stats);
     assert_eq!(arrivals.len(), n + 1);
     // The 429 came early (request 7 of 40): once the client reads it,
-    // nothing is sent for 2 s. Requests the other workers sent before the
-    // client read the 429 may arrive after it (how many depends on the
-    // machine's load: a CI run under a parallel build saw 12), so the gap is
-    // only required to open in the first half of the run.
+    // nothing is sent for 2 s. On paused time no time passes between a
+    // send, its arrival and the client reading the reply, so machine load
+    // cannot let other workers' sends slip in: after the 429 (≤ 4 + 7
+    // arrivals) at most the 3 other requests on the wire arrive, then
+    // nothing for exactly the retry-after.
     let (i, gap) = arrivals.windows(2).enumerate().map(|(i, w)| (i, w[1] - w[0])).max_by_key(|x| x.1).unwrap();
-    assert!(gap >= 1990, "largest gap {gap} ms");
-    assert!(i < n / 2, "the gap follows the 429 (arrival {i})");
+    assert!(gap >= 2000, "largest gap {gap} ms");
+    assert!(i < 12, "the gap follows the 429 (arrival {i})");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

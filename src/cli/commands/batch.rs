@@ -96,6 +96,7 @@ async fn download(client: &Client, ids: &[String], output: &std::path::Path) -> 
     for id in ids {
         match batches::results(client, id, &sender).await {
             Ok(c) => {
+                c.warnings.iter().for_each(|w| eprintln!("ctxasm: {w}"));
                 eprintln!("ctxasm: batch {id}: {} succeeded, {} failed", c.succeeded, c.failed);
                 total.succeeded += c.succeeded;
                 total.failed += c.failed;

@@ -51,7 +51,7 @@ pub fn send_options(args: &SendArgs, results: PathBuf, key: String, timeout: Dur
         limits: ctxasm::send::limits::Limits { rpm: args.rpm, itpm: args.itpm, otpm: args.otpm },
         adapt: !args.no_adapt,
         max_attempts: args.max_attempts,
-        progress: true,
+        progress: Some(std::sync::Arc::new(crate::cli::progress::SendBar::default())),
     }
 }
 
