@@ -6,6 +6,8 @@
 //! assistant messages, the conversation tree, sessions) → outputs such as
 //! [`stats`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)]
+#![warn(unreachable_pub)]
 
 pub mod assemble;
 pub mod baseline;

@@ -53,7 +53,7 @@ pub fn source(args: &InputArgs) -> SourceOptions {
 pub fn record_options(args: &IdentityArgs) -> RecordOptions {
     let device_id =
         args.device_id.clone().or_else(local_device_id).unwrap_or_else(|| PLACEHOLDER_DEVICE_ID.to_string());
-    RecordOptions { device_id, account_uuid: args.account_uuid.clone(), ..RecordOptions::default() }
+    RecordOptions { device_id, account_uuid: args.account_uuid.clone() }
 }
 
 fn mode(m: Mode) -> ctxasm::assemble::Mode {
