@@ -139,6 +139,13 @@ pub const DEFAULT_OS_VERSION: &str = "unknown";
 pub const DEFAULT_MAIN_BRANCH: &str = "main";
 
 impl SessionEnv {
+    /// The session's date (`YYYY-MM-DD`): the snapshot's or transcript's,
+    /// else today's (UTC) — the one clock read of assembly, here at the
+    /// environment's edge.
+    pub fn current_date(&self) -> String {
+        self.date.clone().unwrap_or_else(crate::time::today_utc)
+    }
+
     /// Read a captured environment directory: `env.json` (required: `cwd`,
     /// `home`), `project/` (the tree at `cwd`) and `home/.claude/` when they
     /// exist.

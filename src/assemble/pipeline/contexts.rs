@@ -50,7 +50,7 @@ impl SystemContext {
 /// profile's template when the session is in a git repository and the
 /// profile has one.
 pub fn contexts(profile: &Profile, env: &SessionEnv, claude_md: Option<String>) -> (UserContext, SystemContext) {
-    let current_date = env.date.clone().unwrap_or_else(crate::time::today_utc);
+    let current_date = env.current_date();
     (
         UserContext { claude_md, current_date },
         SystemContext { git_status: git_status(profile, env), cache_breaker: None },

@@ -132,3 +132,6 @@ fn count_repairs(
         r.requests_repaired += 1;
     }
 }
+
+#[cfg(test)]
+mod tests;

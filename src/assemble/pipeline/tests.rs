@@ -1,0 +1,155 @@
+//! Snapshot tests of the stages on real captures: for every turn of every
+//! chain of a scenario, each stage's output as a stable text rendering
+//! (`snapshots/`, reviewed like code). A change to any stage shows as a
+//! diff here, named by scenario, turn and stage; the byte-equality with the
+//! wire is `tests/it/pipeline.rs`'s.
+
+use super::chain::{ChainCtx, ChainState};
+use super::normalize::Piece;
+use super::plan::{Extras, Plan, Statics};
+use super::*;
+use crate::assemble::extract::extract;
+use crate::corpus::{RunOptions, for_each_session_of};
+use crate::env::SessionEnv;
+use crate::input::discover::discover;
+use crate::json::Json;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+fn short(s: &str) -> String {
+    let one = s.replace('\n', "⏎");
+    if one.chars().count() > 48 { format!("{}…", one.chars().take(47).collect::<String>()) } else { one }
+}
+
+fn piece_line(p: &Piece<'_>) -> String {
+    match p {
+        Piece::User { blocks, tool_results } => {
+            let kinds: Vec<&str> = blocks.iter().filter_map(|b| b.get_str("type")).collect();
+            format!("user{} [{}]", if *tool_results { " (results)" } else { "" }, kinds.join(","))
+        }
+        Piece::Assistant { id, blocks } => format!("assistant {} ({} blocks)", id.unwrap_or("-"), blocks.len()),
+        Piece::Attachment { role, texts } => {
+            format!("attachment {role:?} {:?}", texts.iter().map(|t| short(t)).collect::<Vec<_>>())
+        }
+    }
+}
+
+fn message_line(m: &Json<'_>) -> String {
+    let role = m.get_str("role").unwrap_or("?");
+    match m.get("content") {
+        Some(Json::Str(s)) => format!("{role}: {:?}", short(s)),
+        Some(Json::Arr(blocks)) => {
+            let b: Vec<String> = blocks
+                .iter()
+                .map(|b| {
+                    let t = b.get_str("type").unwrap_or("?");
+                    let cc = if b.get("cache_control").is_some() { "+cc" } else { "" };
+                    match b.get_str("text") {
+                        Some(text) => format!("{t}{cc} {:?}", short(text)),
+                        None => format!("{t}{cc}"),
+                    }
+                })
+                .collect();
+            format!("{role}: [{}]", b.join(", "))
+        }
+        _ => format!("{role}: ?"),
+    }
+}
+
+/// The trace of every stage over every turn of `dir`'s session.
+fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
+    let disc = discover(&[dir.join("transcripts")]);
+    let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |bump, session| {
+        let mut t = String::new();
+        let statics = Statics::new(bump, plan);
+        let identity = RecordOptions::default();
+        for f in session.files() {
+            let mut report = PipelineReport::default();
+            let agent_id = chain::chain_agent_id(bump, f);
+            let cx = ChainCtx::new(bump, f, agent_id, session, plan, &statics, extras, &identity, &mut report);
+            let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), agent_id);
+            let mut st = ChainState::default();
+            for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
+                let projected = projection::project(cx.entries, &cx.links, turn);
+                let _ = writeln!(t, "  turn {n} (line {}): projection {:?}", cx.entries[turn.first].line, projected);
+                let start = reminders::anchor_reminders(&cx, &mut st, turn.first, &projected);
+                let _ = writeln!(t, "    reminders: process start {start:?}, anchored {}", st.anchored.len());
+                pieces::gather_pieces(&cx, &mut st, &projected, start);
+                for p in &st.scratch {
+                    let _ = writeln!(t, "    piece: {}", piece_line(p));
+                }
+                let (messages, nrep) = normalize::normalize(bump, &st.scratch, &statics.rules);
+                let _ = writeln!(t, "    normalize: {} messages, {nrep:?}", messages.len());
+                let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
+                let _ = writeln!(t, "    pairing: {prep:?}");
+                let (mut messages, stripped) = media::limit_media(bump, &messages);
+                let _ = writeln!(t, "    media: {stripped} stripped");
+                let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
+                let _ = writeln!(t, "    leading user: {}", if inserted { "inserted" } else { "present" });
+                let header = billing::billing_header(&cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
+                let _ = writeln!(t, "    billing: {header}");
+                share::share_with_previous(&mut messages, &mut st.prev_turn);
+                breakpoints::add_cache_breakpoints(bump, &mut messages, statics.cache_control);
+                let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
+                for m in &messages {
+                    let _ = writeln!(t, "    message {}", message_line(m));
+                }
+                match system::select_system(&cx, &mut st, turn.first) {
+                    Ok(system) => {
+                        let tools = system.tools.and_then(Json::as_array).map_or(0, <[_]>::len);
+                        let _ = writeln!(t, "    system: {} blocks, {tools} tools", system.nodes.len());
+                        let req = body::build_request(&cx, n, turn.first, messages, system, &header);
+                        let mut bytes = Vec::new();
+                        crate::write::body::write_body(&mut bytes, &req.body, &mut Default::default());
+                        let _ = writeln!(
+                            t,
+                            "    body: {} {} bytes, xxh3 {:032x}",
+                            req.custom_id,
+                            bytes.len(),
+                            xxhash_rust::xxh3::xxh3_128(&bytes)
+                        );
+                    }
+                    Err(d) => {
+                        let _ = writeln!(t, "    system: {d}");
+                    }
+                }
+            }
+        }
+        t
+    });
+    out.into_iter().map(|r| r.unwrap_or_else(|d| format!("error: {d}\n"))).collect()
+}
+
+fn scenario(release: &str, name: &str) -> PathBuf {
+    Path::new(FIX).join(release).join(name)
+}
+
+#[test]
+fn stages_on_2_1_328_captures() {
+    for name in ["hello", "bash-tool", "parallel-tools", "thinking", "resume-multi-prompt"] {
+        let t = trace(&scenario("cc-2.1.328", name), &Plan::cc_2_1_328(), &Extras::default());
+        insta::assert_snapshot!(format!("cc_2_1_328__{}", name.replace('-', "_")), t);
+    }
+}
+
+#[test]
+fn stages_on_2_1_88_captures() {
+    let hello = scenario("cc-2.1.88", "hello");
+    let env = SessionEnv::from_dir(&hello.join("env")).unwrap();
+    let profile = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
+    for name in ["hello", "bash-tool", "long-session", "memory-files", "resume-multi-prompt"] {
+        let dir = scenario("cc-2.1.88", name);
+        let setup = Setup {
+            profile: profile.clone(),
+            env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()),
+            overrides: Overrides::default(),
+        };
+        let disc = discover(&[dir.join("transcripts")]);
+        let prepared = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        let (plan, extras) = prepared.into_iter().next().unwrap().unwrap().unwrap();
+        let t = trace(&dir, &plan, &extras);
+        insta::assert_snapshot!(format!("cc_2_1_88__{}", name.replace('-', "_")), t);
+    }
+}
