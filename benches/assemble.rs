@@ -88,12 +88,7 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.bench_function("stage_prepare", |b| {
-        b.iter(|| {
-            for_each_session_of(&disc88, &disc88.groups, &run, |_, s| {
-                seed.pipeline.as_ref().expect("a setup").prepare(s).map(|(_, e)| e.after_read.len()).unwrap_or(0)
-            })
-            .len()
-        })
+        b.iter(|| for_each_session_of(&disc88, &disc88.groups, &run, |_, s| seed.plan(s).1.after_read.len()).len())
     });
     // Stages on the 2.1.328 sessions, each fed by the previous one.
     g.bench_function("stage_projection", |b| {

@@ -66,10 +66,10 @@ pub struct Assembler {
 
 impl Assembler {
     /// The pipeline's plan and extras for `session`.
-    fn plan(&self, session: &Session<'_, '_>) -> Result<(Plan, Extras), String> {
+    pub fn plan(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         match &self.pipeline {
             Some(setup) => setup.prepare(session),
-            None => Ok((Plan::cc_2_1_328(), Extras::default())),
+            None => (Plan::cc_2_1_328(), Extras::default()),
         }
     }
 }
@@ -121,17 +121,7 @@ pub fn assemble_session_as<'a>(
             ..Assembled::default()
         };
     }
-    let (plan, extras) = match a.plan(session) {
-        Ok(v) => v,
-        Err(msg) => {
-            let file = session.files().next().map(|f| f.file.display.clone()).unwrap_or_default();
-            return Assembled {
-                diagnostics: vec![Diagnostic::new(file, 0, crate::diag::DiagKind::PipelineSetup, msg)],
-                by_pipeline: true,
-                ..Assembled::default()
-            };
-        }
-    };
+    let (plan, extras) = a.plan(session);
     let mut out = assemble_pipeline(bump, session, &plan, &extras, identity);
     let file = session.files().next().map(|f| f.file.display.clone()).unwrap_or_default();
     let mut diagnostics: Vec<Diagnostic> =

@@ -81,7 +81,7 @@ pub fn assembler(p: &PipelineArgs, identity: &IdentityArgs) -> anyhow::Result<As
 
 /// A built-in profile name or a profile file, with the session environment.
 pub fn profile_prep(profile: &str, env: Option<&Path>, overrides: Overrides) -> anyhow::Result<Setup> {
-    Setup::load(profile, env, overrides).map_err(anyhow::Error::msg)
+    Ok(Setup::load(profile, env, overrides)?)
 }
 
 fn what_if(p: &PipelineArgs) -> bool {

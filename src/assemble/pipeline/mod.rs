@@ -54,7 +54,7 @@ pub mod system_prompt;
 pub use leading_user::MISSING_START;
 pub use plan::{Extras, Plan, ShapeEdits, SystemSource};
 pub use report::{PairingRepairsTotal, PipelineReport};
-pub use setup::{Overrides, Setup};
+pub use setup::{Overrides, Setup, SetupError};
 
 use super::Request;
 use super::wire::RecordOptions;

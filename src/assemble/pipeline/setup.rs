@@ -59,6 +59,20 @@ pub struct Overrides {
     pub effort: Option<String>,
 }
 
+/// Why a setup could not be made. Every variant names what was given.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// The profile could not be loaded.
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    /// The environment snapshot could not be read.
+    #[error(transparent)]
+    Env(#[from] crate::env::EnvError),
+    /// `--cache-ttl` is neither `5m` nor `1h`.
+    #[error("--cache-ttl must be 5m or 1h, got {0:?}")]
+    CacheTtl(String),
+}
+
 /// The pipeline's setup: a profile, an optional environment snapshot and
 /// the overrides.
 #[derive(Debug, Clone)]
@@ -86,17 +100,17 @@ struct SessionFacts {
 impl Setup {
     /// Load `profile` (a built-in name or a file) and `env_dir` (a snapshot in
     /// the captures' `env/` layout).
-    pub fn load(profile: &str, env_dir: Option<&std::path::Path>, overrides: Overrides) -> Result<Self, String> {
-        let profile = Profile::load(profile).map_err(|e| e.to_string())?;
+    pub fn load(profile: &str, env_dir: Option<&std::path::Path>, overrides: Overrides) -> Result<Self, SetupError> {
+        let profile = Profile::load(profile)?;
         let env = match env_dir {
-            Some(d) => Some(SessionEnv::from_dir(d).map_err(|e| e.to_string())?),
+            Some(d) => Some(SessionEnv::from_dir(d)?),
             None => None,
         };
         if let Some(t) = &overrides.cache_ttl
             && t != "5m"
             && t != "1h"
         {
-            return Err(format!("--cache-ttl must be 5m or 1h, got {t:?}"));
+            return Err(SetupError::CacheTtl(t.clone()));
         }
         Ok(Setup { profile, env, overrides })
     }
@@ -113,7 +127,7 @@ impl Setup {
     }
 
     /// The plan and extras of `session`.
-    pub fn prepare(&self, session: &Session<'_, '_>) -> Result<(Plan, Extras), String> {
+    pub fn prepare(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         let facts = self.facts(session);
         let mut extras = Extras::default();
         let mut plan = self.base_plan();
@@ -125,7 +139,7 @@ impl Setup {
         let memory = self.memory(&facts.env, &mut extras);
         if self.profile.layout.system_from_shape && facts.has_shapes {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
-            return Ok((plan, extras));
+            return (plan, extras);
         }
         // No recorded shape: the prompt is rendered from the profile. (The
         // system messages then carry no params: what ctxasm has always done;
@@ -135,7 +149,7 @@ impl Setup {
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
-        Ok((plan, extras))
+        (plan, extras)
     }
 
     /// The environment, model and kind of `session`.

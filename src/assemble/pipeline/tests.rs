@@ -148,7 +148,7 @@ fn stages_on_2_1_88_captures() {
         };
         let disc = discover(&[dir.join("transcripts")]);
         let prepared = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
-        let (plan, extras) = prepared.into_iter().next().unwrap().unwrap().unwrap();
+        let (plan, extras) = prepared.into_iter().next().unwrap().unwrap();
         let t = trace(&dir, &plan, &extras);
         insta::assert_snapshot!(format!("cc_2_1_88__{}", name.replace('-', "_")), t);
     }
