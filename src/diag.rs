@@ -44,10 +44,6 @@ pub enum DiagKind {
     /// An assembled request that breaks a Messages API rule
     /// (`assemble::validate`).
     InvalidRequest,
-    /// The pipeline could not be prepared for a session (its profile has no
-    /// system prompt, no environment for a required value…); the session
-    /// gets no request, the others go on.
-    PipelineSetup,
     /// A memory file include refused (outside the allowed roots, too deep,
     /// a cycle, not a text file): transcripts are untrusted input.
     MemoryRefused,
@@ -73,7 +69,6 @@ impl DiagKind {
             DiagKind::ParentCycle => "parent_cycle",
             DiagKind::RecordMismatch => "record_mismatch",
             DiagKind::InvalidRequest => "invalid_request",
-            DiagKind::PipelineSetup => "pipeline_setup",
             DiagKind::MemoryRefused => "memory_refused",
             DiagKind::Internal => "internal_error",
         }
