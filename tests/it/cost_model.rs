@@ -3,6 +3,7 @@
 //! their recorded usage, the public corpus against the targets (when
 //! `../shared` is present), and the CLI's JSON shape.
 
+use crate::common::ctxasm;
 use ctxasm::assemble::pipeline::Setup;
 use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
@@ -213,10 +214,6 @@ fn public_corpus_meets_the_accuracy_targets() {
     let never =
         model(&[public.to_path_buf()], &ModelOptions { warm_prefix: WarmPrefix::Never, ..ModelOptions::default() });
     assert!(never.accuracy.cost_error_pct > a.cost_error_pct, "{:?}", never.accuracy);
-}
-
-fn ctxasm(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(args).output().unwrap()
 }
 
 #[test]

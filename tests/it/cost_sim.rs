@@ -4,6 +4,7 @@
 //! independent script over `wire.jsonl` (compact JSON of each block without
 //! `cache_control`, ⌈bytes / 4⌉).
 
+use crate::common::scenarios;
 use ctxasm::assemble::{Assembler, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
 use ctxasm::cost::sim::{
@@ -11,16 +12,9 @@ use ctxasm::cost::sim::{
 };
 use ctxasm::input::discover::discover;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const FIX: &str = "tests/fixtures/cc-2.1.328";
-
-fn scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(FIX).unwrap().map(|e| e.unwrap().path()).collect();
-    v.sort();
-    assert_eq!(v.len(), 14);
-    v
-}
 
 /// The requests of a scenario (one chain each), in order: (custom_id, request).
 fn requests(dir: &Path) -> Vec<(String, SimRequest)> {
@@ -111,7 +105,7 @@ fn long_session_hand_checked_at_4_bytes_per_token() {
 #[test]
 fn every_capture_writes_first_then_reads_the_previous_prompt() {
     let mut seen = 0;
-    for dir in scenarios() {
+    for dir in scenarios(FIX) {
         let reqs = requests(&dir);
         let mut sim = CacheSim::default();
         for (n, (id, r)) in reqs.iter().enumerate() {
@@ -155,7 +149,7 @@ fn image_in_a_tool_result_counts_by_the_formula() {
 #[test]
 fn sessions_share_the_tools_and_system_prefix_only_with_an_equal_billing_header() {
     let mut all: Vec<(String, String, SimRequest)> = Vec::new();
-    for dir in scenarios() {
+    for dir in scenarios(FIX) {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         all.extend(requests(&dir).into_iter().map(|(id, r)| (name.clone(), id, r)));
     }

@@ -2,6 +2,7 @@
 //! below was a test binary of its own.
 
 mod cli;
+mod common;
 mod cost_html;
 mod cost_model;
 mod cost_sim;

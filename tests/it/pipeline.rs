@@ -2,7 +2,7 @@
 //! request rebuilt from the conversation (records ignored) must equal the
 //! bytes the CLI sent.
 
-use base64::Engine;
+use crate::common::{captured, first_diff, scenarios};
 use ctxasm::assemble::pipeline::{Extras, Plan, SystemSource, assemble_pipeline};
 use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::RecordOptions;
@@ -12,42 +12,7 @@ use ctxasm::env::SessionEnv;
 use ctxasm::input::discover::discover;
 use ctxasm::write::body::{SegmentCache, write_body};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-
-fn scenarios(fix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(fix).unwrap().map(|e| e.unwrap().path()).collect();
-    v.sort();
-    assert_eq!(v.len(), 14);
-    v
-}
-
-/// The captured requests of a scenario: (device_id, raw bodies in order).
-fn captured(dir: &Path) -> (String, Vec<Vec<u8>>) {
-    let mut device = String::new();
-    let mut raws = Vec::new();
-    for line in std::fs::read_to_string(dir.join("wire.jsonl")).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["body"].get("messages").is_none() {
-            continue;
-        }
-        let uid: Value = serde_json::from_str(v["body"]["metadata"]["user_id"].as_str().unwrap()).unwrap();
-        device = uid["device_id"].as_str().unwrap().to_string();
-        raws.push(base64::engine::general_purpose::STANDARD.decode(v["raw_b64"].as_str().unwrap()).unwrap());
-    }
-    (device, raws)
-}
-
-fn first_diff(a: &[u8], b: &[u8]) -> String {
-    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-    let s = at.saturating_sub(150);
-    format!(
-        "at byte {at} (len {} vs {}):\n ours {}\n wire {}",
-        a.len(),
-        b.len(),
-        String::from_utf8_lossy(&a[s..(at + 150).min(a.len())]),
-        String::from_utf8_lossy(&b[s..(at + 150).min(b.len())])
-    )
-}
+use std::path::Path;
 
 #[test]
 fn cc_2_1_328_pipeline_is_byte_equal_to_the_wire() {

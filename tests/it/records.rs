@@ -3,7 +3,7 @@
 //! and `wire.jsonl`, every request it sent with the exact bytes in
 //! `raw_b64`; copied from `../shared/corpora/claude-code-2.1.328`).
 
-use base64::Engine;
+use crate::common::{captured, first_diff, scenarios};
 use ctxasm::assemble::Assembler;
 use ctxasm::assemble::records::RecordOptions;
 use ctxasm::corpus::RunOptions;
@@ -15,29 +15,6 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 const FIX: &str = "tests/fixtures/cc-2.1.328";
-
-fn scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(FIX).unwrap().map(|e| e.unwrap().path()).collect();
-    v.sort();
-    assert_eq!(v.len(), 14);
-    v
-}
-
-/// The captured requests of a scenario: (device_id, raw bodies in order).
-fn captured(dir: &Path) -> (String, Vec<Vec<u8>>) {
-    let mut device = String::new();
-    let mut raws = Vec::new();
-    for line in std::fs::read_to_string(dir.join("wire.jsonl")).unwrap().lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["body"].get("messages").is_none() {
-            continue;
-        }
-        let uid: Value = serde_json::from_str(v["body"]["metadata"]["user_id"].as_str().unwrap()).unwrap();
-        device = uid["device_id"].as_str().unwrap().to_string();
-        raws.push(base64::engine::general_purpose::STANDARD.decode(v["raw_b64"].as_str().unwrap()).unwrap());
-    }
-    (device, raws)
-}
 
 fn opts(device: &str, turns: Turns) -> AssembleOptions {
     AssembleOptions {
@@ -52,7 +29,7 @@ fn opts(device: &str, turns: Turns) -> AssembleOptions {
 #[test]
 fn every_captured_request_is_rebuilt_byte_for_byte() {
     let mut total = 0;
-    for dir in scenarios() {
+    for dir in scenarios(FIX) {
         let (device, raws) = captured(&dir);
         let disc = discover(&[dir.join("transcripts")]);
         let mut out = Vec::new();
@@ -75,19 +52,9 @@ fn every_captured_request_is_rebuilt_byte_for_byte() {
     assert_eq!(total, 29);
 }
 
-fn first_diff(a: &[u8], b: &[u8]) -> String {
-    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
-    let s = at.saturating_sub(80);
-    format!(
-        "at byte {at}:\n ours {}\n wire {}",
-        String::from_utf8_lossy(&a[s..(at + 80).min(a.len())]),
-        String::from_utf8_lossy(&b[s..(at + 80).min(b.len())])
-    )
-}
-
 #[test]
 fn verify_is_clean_on_every_scenario() {
-    for dir in scenarios() {
+    for dir in scenarios(FIX) {
         let (device, raws) = captured(&dir);
         let disc = discover(&[dir.join("transcripts")]);
         let wire = read_wire(&dir.join("wire.jsonl")).unwrap();
@@ -140,7 +107,7 @@ fn an_unmatched_tail_hash_is_a_diagnostic_not_a_guess() {
 
 #[test]
 fn dedup_expands_to_the_batch_format_and_is_smaller() {
-    let all: Vec<PathBuf> = scenarios().iter().map(|d| d.join("transcripts")).collect();
+    let all: Vec<PathBuf> = scenarios(FIX).iter().map(|d| d.join("transcripts")).collect();
     let disc = discover(&all);
     let o = opts("dev", Turns::All);
     let mut batch = Vec::new();
@@ -277,7 +244,7 @@ proptest! {
 #[test]
 fn cli_verify_all_captures_at_once_and_assemble_to_a_file() {
     let mut args: Vec<String> = vec!["verify".into(), FIX.into(), "--json".into(), "--device-id".into(), "wire".into()];
-    for dir in scenarios() {
+    for dir in scenarios(FIX) {
         args.push("--wire".into());
         args.push(dir.join("wire.jsonl").to_string_lossy().into_owned());
     }

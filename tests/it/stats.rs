@@ -7,6 +7,7 @@
 //! and `… tests/fixtures/bad`. Diagnostics are compared by (file, line, kind);
 //! the message texts are ctxasm's own.
 
+use crate::common::ctxasm;
 use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
 use ctxasm::stats::{Stats, collect};
@@ -51,10 +52,6 @@ fn output_does_not_depend_on_thread_count() {
     for threads in [2, 3, 8] {
         assert_eq!(stats_of(&["corpora/sample", "tests/fixtures/bad"], Some(threads)), one);
     }
-}
-
-fn ctxasm(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(args).output().unwrap()
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! then every request of every scenario is rebuilt from it and compared
 //! with the wire, byte for byte.
 
+use crate::common::scenarios;
 use ctxasm::assemble::extract::extract;
 use ctxasm::assemble::pipeline::contexts::{UserContext, contexts, render_user_context, skills_listing};
 use ctxasm::assemble::pipeline::system_blocks::{self, SystemBlock, billing_header, system_blocks};
@@ -18,13 +19,6 @@ use std::path::{Path, PathBuf};
 
 const FIX_88: &str = "tests/fixtures/cc-2.1.88";
 const FIX_328: &str = "tests/fixtures/cc-2.1.328";
-
-fn scenarios(root: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root).unwrap().map(|e| e.unwrap().path()).collect();
-    v.sort();
-    assert_eq!(v.len(), 14, "{root}");
-    v
-}
 
 /// The `/v1/messages` requests of a capture: (parsed line, raw body bytes).
 fn requests(dir: &Path) -> Vec<(Value, Vec<u8>)> {
