@@ -168,57 +168,81 @@ pub fn validate(body: &Body<'_>) -> Vec<Violation> {
             _ => {}
         }
         if role == "user" {
-            let results: Vec<&str> = blocks(m)
-                .iter()
-                .filter(|b| b.get_str("type") == Some("tool_result"))
-                .filter_map(|b| b.get_str("tool_use_id"))
-                .collect();
-            for id in &pending {
-                if !results.contains(id) {
-                    out.push(Violation {
-                        rule: Rule::ToolUseUnanswered,
-                        message: Some(i),
-                        detail: format!("tool_use {id} has no tool_result here"),
-                    });
-                }
-            }
-            for id in &results {
-                if !pending.contains(id) {
-                    out.push(Violation {
-                        rule: Rule::ToolResultWithoutToolUse,
-                        message: Some(i),
-                        detail: format!("tool_result for {id} follows no matching tool_use"),
-                    });
-                }
-            }
-            pending.clear();
+            check_results(i, m, &mut pending, &mut out);
         } else {
-            if let Some(&id) = pending.first() {
-                // Two assistant turns in a row were reported above; the
-                // earlier tool_use stays unanswered.
-                out.push(Violation {
-                    rule: Rule::ToolUseUnanswered,
-                    message: Some(i),
-                    detail: format!("tool_use {id} is followed by another assistant message"),
-                });
-            }
-            pending = blocks(m)
-                .iter()
-                .filter(|b| b.get_str("type") == Some("tool_use"))
-                .filter_map(|b| b.get_str("id"))
-                .collect();
-            for id in &pending {
-                if !seen_ids.insert(id) {
-                    out.push(Violation {
-                        rule: Rule::DuplicateToolUseId,
-                        message: Some(i),
-                        detail: format!("tool_use id {id} is used twice"),
-                    });
-                }
-            }
+            check_tool_uses(i, m, &mut pending, &mut seen_ids, &mut out);
         }
         prev = Some((i, role));
     }
+    check_counts(&counts, &mut out);
+    out
+}
+
+/// A user message answers exactly the previous assistant message's tool
+/// calls.
+fn check_results<'a>(i: usize, m: &Json<'a>, pending: &mut Vec<&'a str>, out: &mut Vec<Violation>) {
+    let results: Vec<&str> = blocks(m)
+        .iter()
+        .filter(|b| b.get_str("type") == Some("tool_result"))
+        .filter_map(|b| b.get_str("tool_use_id"))
+        .collect();
+    for id in pending.iter() {
+        if !results.contains(id) {
+            out.push(Violation {
+                rule: Rule::ToolUseUnanswered,
+                message: Some(i),
+                detail: format!("tool_use {id} has no tool_result here"),
+            });
+        }
+    }
+    for id in &results {
+        if !pending.contains(id) {
+            out.push(Violation {
+                rule: Rule::ToolResultWithoutToolUse,
+                message: Some(i),
+                detail: format!("tool_result for {id} follows no matching tool_use"),
+            });
+        }
+    }
+    pending.clear();
+}
+
+/// An assistant message's tool calls: the previous ones must have been
+/// answered, and no id is used twice in a request.
+fn check_tool_uses<'a>(
+    i: usize,
+    m: &Json<'a>,
+    pending: &mut Vec<&'a str>,
+    seen_ids: &mut HashSet<&'a str>,
+    out: &mut Vec<Violation>,
+) {
+    if let Some(&id) = pending.first() {
+        // Two assistant turns in a row were reported above; the earlier
+        // tool_use stays unanswered.
+        out.push(Violation {
+            rule: Rule::ToolUseUnanswered,
+            message: Some(i),
+            detail: format!("tool_use {id} is followed by another assistant message"),
+        });
+    }
+    *pending = blocks(m)
+        .iter()
+        .filter(|b| b.get_str("type") == Some("tool_use"))
+        .filter_map(|b| b.get_str("id"))
+        .collect();
+    for id in pending.iter() {
+        if !seen_ids.insert(id) {
+            out.push(Violation {
+                rule: Rule::DuplicateToolUseId,
+                message: Some(i),
+                detail: format!("tool_use id {id} is used twice"),
+            });
+        }
+    }
+}
+
+/// The request-wide limits: breakpoints, TTL order, media.
+fn check_counts(counts: &Counts, out: &mut Vec<Violation>) {
     if counts.breakpoints > MAX_BREAKPOINTS {
         out.push(Violation {
             rule: Rule::TooManyBreakpoints,
@@ -242,7 +266,6 @@ pub fn validate(body: &Body<'_>) -> Vec<Violation> {
             detail: format!("{} image/document blocks (at most {MAX_MEDIA})", counts.media),
         });
     }
-    out
 }
 
 #[cfg(test)]
