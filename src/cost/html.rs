@@ -16,7 +16,8 @@
 //! longer than [`MAX_POINTS`] is sampled at evenly spaced requests.
 
 use super::modeled::{CostReport, SessionCost, TurnRow};
-use super::usage::{TokenCounts, Totals};
+use super::tokens::TokenCounts;
+use super::usage::Totals;
 use std::fmt::{self, Write as _};
 
 /// Sessions in the hit-ratio chart (those with the most requests).

@@ -7,4 +7,5 @@ pub mod modeled;
 pub mod pricing;
 pub mod report;
 pub mod sim;
+pub mod tokens;
 pub mod usage;

@@ -49,9 +49,10 @@
 use super::pricing::Pricing;
 use super::sim::{
     BlockBuilder, BlockFeat, BlockKind, CacheSim, ChainStep, Estimator, N_KINDS, PinReport, Place, Role, SimBlock,
-    SimConfig, SimRequest, Ttl, apply_automatic, parse_timestamp_ms, pin_chain,
+    SimConfig, SimRequest, Ttl, apply_automatic, pin_chain,
 };
-use super::usage::{self, CacheCreation, PricingInfo, TokenCounts, Totals};
+use super::tokens::TokenCounts;
+use super::usage::{self, CacheCreation, PricingInfo, Totals};
 use crate::assemble::driver::{Assembler, assemble_session};
 use crate::assemble::{Body, Request};
 use crate::corpus::{RunOptions, Session, for_each_session_of};
@@ -59,6 +60,7 @@ use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::json::Json;
 use crate::model::entry::Entry;
+use crate::time::parse_timestamp_ms;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;

@@ -40,7 +40,7 @@
 //! fuzzy matching, so an unknown model stays unpriced (and is reported)
 //! instead of borrowing a neighbour's price.
 
-use super::usage::TokenCounts;
+use super::tokens::TokenCounts;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

@@ -1171,64 +1171,11 @@ pub fn exact_from_usage(requests: &mut [SimRequest], totals: &[Option<u64>]) -> 
     report
 }
 
-// ---------------------------------------------------------------------------
-// Timestamps
-// ---------------------------------------------------------------------------
-
-/// Milliseconds since the epoch of an RFC 3339 timestamp as transcripts
-/// write them (`2026-11-30T19:29:25.660Z`; an offset `±HH:MM` is applied).
-pub fn parse_timestamp_ms(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(r)?;
-        part.iter().try_fold(0i64, |acc, &c| c.is_ascii_digit().then(|| acc * 10 + i64::from(c - b'0')))
-    };
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut ms = 0i64;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            if i - start < 3 {
-                ms = ms * 10 + i64::from(b[i] - b'0');
-            }
-            i += 1;
-        }
-        for _ in (i - start)..3 {
-            ms *= 10;
-        }
-    }
-    let offset_min = match b.get(i) {
-        Some(b'Z' | b'z') if i + 1 == b.len() => 0,
-        Some(&sign @ (b'+' | b'-')) if b.len() == i + 6 && b[i + 3] == b':' => {
-            let m = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if sign == b'+' { m } else { -m }
-        }
-        _ => return None,
-    };
-    // Days from 1970-01-01 (H. Hinnant's days_from_civil).
-    let yy = if mo <= 2 { y - 1 } else { y };
-    let era = yy.div_euclid(400);
-    let yoe = yy - era * 400;
-    let doy = (153 * (if mo > 2 { mo - 3 } else { mo + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let t = ((days * 24 + h) * 60 + mi - offset_min) * 60_000 + sec * 1000 + ms;
-    u64::try_from(t).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::json::LineParser;
+    use crate::time::parse_timestamp_ms;
     use bumpalo::Bump;
 
     const MIN: u64 = 60 * 1000;

@@ -90,83 +90,17 @@
 //! needed.
 
 use super::pricing::Pricing;
+use super::tokens::TokenCounts;
 use crate::corpus::{ParsedFile, RunOptions, Session, for_each_session};
 use crate::diag::Diagnostic;
 use crate::input::discover::{Discovery, FileKind};
-use crate::model::entry::{Entry, Usage};
+use crate::model::entry::Entry;
+use crate::time::{parse_rfc3339_ms, utc_day};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
-use std::ops::{Add, AddAssign};
 use std::path::Path;
-
-/// The tokens of one request (or a sum of requests).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct TokenCounts {
-    /// `input_tokens`: uncached input after the last breakpoint.
-    pub input: u64,
-    /// Cache writes with the 5-minute TTL.
-    pub cache_write_5m: u64,
-    /// Cache writes with the 1-hour TTL.
-    pub cache_write_1h: u64,
-    /// `cache_read_input_tokens`.
-    pub cache_read: u64,
-    /// `output_tokens`.
-    pub output: u64,
-}
-
-impl TokenCounts {
-    /// The counts of a `message.usage` (the TTL split when the line has one,
-    /// else every cache write as 5-minute).
-    pub fn from_usage(u: &Usage<'_>) -> Self {
-        let (cache_write_5m, cache_write_1h) = match (u.cache_creation_5m, u.cache_creation_1h) {
-            (None, None) => (u.cache_creation_input_tokens, 0),
-            (a, b) => (a.unwrap_or(0), b.unwrap_or(0)),
-        };
-        TokenCounts {
-            input: u.input_tokens,
-            cache_write_5m,
-            cache_write_1h,
-            cache_read: u.cache_read_input_tokens,
-            output: u.output_tokens,
-        }
-    }
-
-    /// All cache writes (`cache_creation_input_tokens`).
-    pub fn cache_write(&self) -> u64 {
-        self.cache_write_5m + self.cache_write_1h
-    }
-
-    /// The request's whole input: input + cache writes + cache reads.
-    pub fn total_input(&self) -> u64 {
-        self.input + self.cache_write() + self.cache_read
-    }
-
-    /// Every token: the whole input and the output.
-    pub fn total(&self) -> u64 {
-        self.total_input() + self.output
-    }
-}
-
-impl Add for TokenCounts {
-    type Output = TokenCounts;
-    fn add(self, o: TokenCounts) -> TokenCounts {
-        TokenCounts {
-            input: self.input + o.input,
-            cache_write_5m: self.cache_write_5m + o.cache_write_5m,
-            cache_write_1h: self.cache_write_1h + o.cache_write_1h,
-            cache_read: self.cache_read + o.cache_read,
-            output: self.output + o.output,
-        }
-    }
-}
-
-impl AddAssign for TokenCounts {
-    fn add_assign(&mut self, o: TokenCounts) {
-        *self = *self + o;
-    }
-}
 
 /// One request with its recorded usage.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -333,7 +267,7 @@ fn candidate(f: &ParsedFile<'_, '_>, e: &Entry<'_>, session_id: &str, project: &
     };
     Some(Candidate {
         line_session: e.env.session_id.unwrap_or(session_id).to_string(),
-        ts_ms: e.env.timestamp.and_then(parse_timestamp).map(|t| t.0),
+        ts_ms: e.env.timestamp.and_then(parse_rfc3339_ms),
         req,
     })
 }
@@ -561,7 +495,7 @@ impl RecordedReport {
             });
             s.usage.add(r);
             if let Some(ts) = &r.timestamp
-                && let Some(ms) = parse_timestamp(ts).map(|t| t.0)
+                && let Some(ms) = parse_rfc3339_ms(ts)
             {
                 if s.first_ms.is_none_or(|f| ms < f) {
                     s.first_ms = Some(ms);
@@ -602,85 +536,6 @@ pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing
     RecordedReport::from_requests(&requests, pricing, diagnostics)
 }
 
-/// `YYYY-MM-DD` in UTC of an RFC 3339 timestamp.
-pub fn utc_day(ts: &str) -> Option<String> {
-    let (_, (y, m, d)) = parse_timestamp(ts)?;
-    Some(format!("{y:04}-{m:02}-{d:02}"))
-}
-
-/// Milliseconds since the epoch and the UTC date of
-/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
-fn parse_timestamp(ts: &str) -> Option<(i64, (i64, u32, u32))> {
-    let b = ts.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = b.get(r)?;
-        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(s).ok()?.parse().ok()
-    };
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' {
-        return None;
-    }
-    if b[16] != b':' {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut millis = 0i64;
-    if b[i] == b'.' {
-        let start = i + 1;
-        i = start;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let frac = &ts[start..i.min(start + 3)];
-        millis = frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32);
-    }
-    let offset_min = match b.get(i..)? {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), ..] if b.len() == i + 6 && b[i + 3] == b':' => {
-            let o = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
-            if *sign == b'+' { o } else { -o }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo as u32, d as u32);
-    let ms = ((days * 24 + h) * 60 + mi - offset_min) * 60_000 + s * 1000 + millis;
-    Some((ms, civil_from_days(ms.div_euclid(86_400_000))))
-}
-
-/// Days since 1970-01-01 (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,7 +563,7 @@ mod tests {
                 long_context: false,
             },
             line_session: sid.into(),
-            ts_ms: parse_timestamp(ts).map(|t| t.0),
+            ts_ms: parse_rfc3339_ms(ts),
         }
     }
 
@@ -771,22 +626,6 @@ mod tests {
     }
 
     #[test]
-    fn token_counts_from_usage() {
-        let mut u = Usage { input_tokens: 1, cache_creation_input_tokens: 10, output_tokens: 2, ..Usage::default() };
-        u.cache_read_input_tokens = 3;
-        let t = TokenCounts::from_usage(&u);
-        assert_eq!(t, TokenCounts { input: 1, cache_write_5m: 10, cache_write_1h: 0, cache_read: 3, output: 2 });
-        u.cache_creation_5m = Some(4);
-        u.cache_creation_1h = Some(6);
-        let t = TokenCounts::from_usage(&u);
-        assert_eq!(
-            (t.cache_write_5m, t.cache_write_1h, t.cache_write(), t.total_input(), t.total()),
-            (4, 6, 10, 14, 16)
-        );
-        assert_eq!(t + t, TokenCounts { input: 2, cache_write_5m: 8, cache_write_1h: 12, cache_read: 6, output: 4 });
-    }
-
-    #[test]
     fn timestamps() {
         assert_eq!(utc_day("2025-06-14T23:45:15.072Z").as_deref(), Some("2025-06-14"));
         assert_eq!(utc_day("2025-06-14T23:45:15Z").as_deref(), Some("2025-06-14"));
@@ -796,7 +635,7 @@ mod tests {
         assert_eq!(utc_day("2024-02-29T12:00:00Z").as_deref(), Some("2024-02-29"));
         assert_eq!(utc_day("yesterday"), None);
         assert_eq!(utc_day("2025-06-14T23:45:15.Z"), None);
-        assert_eq!(parse_timestamp("1970-01-01T00:00:01.5Z").map(|t| t.0), Some(1500));
-        assert_eq!(parse_timestamp("2000-03-01T00:00:00Z").map(|t| t.0), Some(951_868_800_000));
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        assert_eq!(parse_rfc3339_ms("2000-03-01T00:00:00Z"), Some(951_868_800_000));
     }
 }

@@ -78,10 +78,10 @@ mod tests {
     fn formats_utc() {
         assert_eq!(rfc3339(0, false), "1970-01-01T00:00:00Z");
         // 2026-11-30T19:29:25.660Z, checked with `date -u -d @1796066965.660`.
-        let ms = crate::cost::sim::parse_timestamp_ms("2026-11-30T19:29:25.660Z").unwrap();
+        let ms = crate::time::parse_timestamp_ms("2026-11-30T19:29:25.660Z").unwrap();
         assert_eq!(rfc3339(ms, true), "2026-11-30T19:29:25.660Z");
         assert_eq!(rfc3339(ms, false), "2026-11-30T19:29:25Z");
-        let leap = crate::cost::sim::parse_timestamp_ms("2028-02-29T23:59:59.999Z").unwrap();
+        let leap = crate::time::parse_timestamp_ms("2028-02-29T23:59:59.999Z").unwrap();
         assert_eq!(rfc3339(leap, true), "2028-02-29T23:59:59.999Z");
     }
 }

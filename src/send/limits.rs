@@ -234,7 +234,7 @@ impl ServerLimit {
         };
         let num = |s: Option<String>| s.and_then(|s| s.parse::<u64>().ok());
         let reset = get("reset")
-            .and_then(|s| crate::cost::sim::parse_timestamp_ms(&s))
+            .and_then(|s| crate::time::parse_timestamp_ms(&s))
             .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
         ServerLimit { limit: num(get("limit")), remaining: num(get("remaining")), reset }
     }

@@ -171,7 +171,7 @@ mod tests {
         for ms in [0u64, 1_700_000_000_123, 951_782_400_000, 4_102_444_799_999] {
             let t = SystemTime::UNIX_EPOCH + Duration::from_millis(ms);
             let s = rfc3339(t);
-            assert_eq!(crate::cost::sim::parse_timestamp_ms(&s), Some(ms), "{s}");
+            assert_eq!(crate::time::parse_timestamp_ms(&s), Some(ms), "{s}");
         }
         assert_eq!(
             rfc3339(SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)),

@@ -627,8 +627,8 @@ async fn batch_lifecycle() {
         json!({"processing": 3, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0})
     );
     assert!(b["ended_at"].is_null() && b["results_url"].is_null());
-    let created = ctxasm::cost::sim::parse_timestamp_ms(b["created_at"].as_str().unwrap()).unwrap();
-    let expires = ctxasm::cost::sim::parse_timestamp_ms(b["expires_at"].as_str().unwrap()).unwrap();
+    let created = ctxasm::time::parse_timestamp_ms(b["created_at"].as_str().unwrap()).unwrap();
+    let expires = ctxasm::time::parse_timestamp_ms(b["expires_at"].as_str().unwrap()).unwrap();
     assert_eq!(expires - created, 24 * 3600 * 1000);
     let (status, _, _) = get(&c, &url(&s, &format!("/v1/messages/batches/{id}/results"))).await;
     assert_eq!(status, 400);
