@@ -290,7 +290,7 @@ pub static KEEPS_THINKING: &[&str] = &[
 
 /// The model drops earlier turns' thinking (see [`KEEPS_THINKING`]).
 pub fn strips_old_thinking(model: &str) -> bool {
-    let id = super::sim::normalize_model_id(model);
+    let id = super::pricing::normalize_model_id(model);
     !KEEPS_THINKING.iter().any(|p| id.starts_with(p))
 }
 

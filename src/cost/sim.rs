@@ -27,6 +27,7 @@
 //! fitted by non-negative least squares) and can be pinned to the recorded
 //! usage of a session with [`exact_from_usage`] (facts §1.6, §5).
 
+use super::pricing::{builtin_min_cacheable, lookup_min_cacheable};
 use crate::assemble::Body;
 use crate::json::Json;
 use crate::json::writer;
@@ -417,69 +418,6 @@ pub fn apply_automatic(body: &Body<'_>, out: &mut [SimBlock]) {
 }
 
 // ---------------------------------------------------------------------------
-// Minimum cacheable length
-// ---------------------------------------------------------------------------
-
-/// Minimum cacheable prompt length by model-id prefix, first-party API
-/// (facts §1.3, [PC] at 2026-08-21; the last four rows are the older 2025
-/// docs quoted there). Data, not code (facts §1.3 "Design rule"); the longest
-/// matching prefix wins, see [`min_cacheable_tokens`].
-pub static MIN_CACHEABLE_TOKENS: &[(&str, u32)] = &[
-    ("claude-opus-5", 512),
-    ("claude-fable-5", 512),
-    ("claude-mythos-5", 512),
-    ("claude-opus-4-8", 1024),
-    ("claude-sonnet-5", 1024),
-    ("claude-sonnet-4-6", 1024),
-    ("claude-sonnet-4-5", 1024),
-    ("claude-opus-4-1", 1024),
-    ("claude-opus-4", 1024),
-    ("claude-sonnet-4", 1024),
-    ("claude-mythos-preview", 2048),
-    ("claude-opus-4-7", 2048),
-    ("claude-3-5-haiku", 2048),
-    ("claude-haiku-3-5", 2048),
-    ("claude-opus-4-6", 4096),
-    ("claude-opus-4-5", 4096),
-    ("claude-haiku-4-5", 4096),
-    ("claude-3-7-sonnet", 1024),
-    ("claude-3-5-sonnet", 1024),
-    ("claude-3-opus", 1024),
-    ("claude-3-haiku", 2048),
-];
-
-/// A model id reduced to the form the table uses: lowercase, from `claude`
-/// on (drops `anthropic.`, `us.anthropic.`, `anthropic/`), cut at `[`
-/// (`[1m]`), `@` (Vertex dates) or `:` (Bedrock versions).
-pub fn normalize_model_id(model: &str) -> String {
-    let lower = model.to_ascii_lowercase();
-    let from = lower.find("claude").unwrap_or(0);
-    let rest = &lower[from..];
-    let end = rest.find(['[', '@', ':']).unwrap_or(rest.len());
-    rest[..end].to_string()
-}
-
-/// The longest `table` prefix of the normalized `model` that ends at a `-`
-/// or at the end (`claude-opus-4-1` matches `claude-opus-4-1-20250805`, not
-/// `claude-opus-4-10`).
-pub fn lookup_min_cacheable(table: &[(impl AsRef<str>, u32)], model: &str) -> Option<u32> {
-    let id = normalize_model_id(model);
-    table
-        .iter()
-        .filter(|(p, _)| {
-            let p = p.as_ref();
-            id.starts_with(p) && matches!(id.as_bytes().get(p.len()), None | Some(b'-'))
-        })
-        .max_by_key(|(p, _)| p.as_ref().len())
-        .map(|(_, n)| *n)
-}
-
-/// [`lookup_min_cacheable`] in [`MIN_CACHEABLE_TOKENS`].
-pub fn min_cacheable_tokens(model: &str) -> Option<u32> {
-    lookup_min_cacheable(MIN_CACHEABLE_TOKENS, model)
-}
-
-// ---------------------------------------------------------------------------
 // The simulator
 // ---------------------------------------------------------------------------
 
@@ -490,7 +428,8 @@ pub struct SimConfig {
     pub lookback: usize,
     /// Breakpoints allowed per request (facts §1.2: 4; more is HTTP 400).
     pub max_breakpoints: usize,
-    /// Minimum cacheable length by model-id prefix (facts §1.3).
+    /// Minimum cacheable length by model-id prefix (facts §1.3); by default
+    /// the built-in `pricing.json`'s table.
     pub min_lengths: Vec<(String, u32)>,
     /// Minimum for a model the table does not know (flagged).
     pub fallback_min: u32,
@@ -505,7 +444,7 @@ impl Default for SimConfig {
         SimConfig {
             lookback: 20,
             max_breakpoints: 4,
-            min_lengths: MIN_CACHEABLE_TOKENS.iter().map(|(p, n)| ((*p).to_string(), *n)).collect(),
+            min_lengths: builtin_min_cacheable().to_vec(),
             fallback_min: 1024,
             ready_delay_ms: 0,
         }
@@ -1174,6 +1113,7 @@ pub fn exact_from_usage(requests: &mut [SimRequest], totals: &[Option<u64>]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::pricing::min_cacheable_tokens;
     use crate::json::LineParser;
     use crate::time::parse_timestamp_ms;
     use bumpalo::Bump;
