@@ -15,6 +15,7 @@
 //! Coordinates are written with one decimal and never non-finite; a series
 //! longer than [`MAX_POINTS`] is sampled at evenly spaced requests.
 
+use super::format::{fixed, int, opt_pct, pct, signed_pct, signed_usd, usd};
 use super::modeled::{CostReport, SessionCost, TurnRow};
 use super::tokens::TokenCounts;
 use super::usage::Totals;
@@ -109,81 +110,6 @@ impl fmt::Display for C {
         let v = if v == 0.0 { 0.0 } else { v };
         write!(f, "{v:.1}")
     }
-}
-
-/// `1234567` → `1,234,567`.
-pub fn int(n: u64) -> String {
-    group(&n.to_string())
-}
-
-fn group(digits: &str) -> String {
-    let mut o = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            o.push(',');
-        }
-        o.push(c);
-    }
-    o
-}
-
-/// A finite value with `d` decimals, `-0` as `0`, thousands grouped.
-fn fixed(x: f64, d: usize) -> String {
-    let s = format!("{:.*}", d, x.abs());
-    let neg = x < 0.0 && s.bytes().any(|b| (b'1'..=b'9').contains(&b));
-    let (whole, frac) = s.split_once('.').unwrap_or((&s, ""));
-    let mut o = String::new();
-    if neg {
-        o.push('-');
-    }
-    o.push_str(&group(whole));
-    if !frac.is_empty() {
-        o.push('.');
-        o.push_str(frac);
-    }
-    o
-}
-
-/// `$1,234.5678` (four decimals); `n/a` when not finite.
-pub fn usd(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let s = fixed(x, 4);
-    match s.strip_prefix('-') {
-        Some(rest) => format!("-${rest}"),
-        None => format!("${s}"),
-    }
-}
-
-/// `+$0.1234` / `-$0.1234`; `n/a` when not finite.
-pub fn signed_usd(x: f64) -> String {
-    if !x.is_finite() {
-        return "n/a".into();
-    }
-    let s = usd(x);
-    if s.starts_with('-') { s } else { format!("+{s}") }
-}
-
-/// A percentage already in % (`12.3` → `+12.3%`); `n/a` when not finite.
-pub fn signed_pct(p: f64) -> String {
-    if !p.is_finite() {
-        return "n/a".into();
-    }
-    let s = fixed(p, 1);
-    if s.starts_with('-') { format!("{s}%") } else { format!("+{s}%") }
-}
-
-/// A fraction as a percentage (`0.123` → `12.3%`); `n/a` when not finite.
-pub fn pct(f: f64) -> String {
-    if !f.is_finite() {
-        return "n/a".into();
-    }
-    format!("{}%", fixed(f * 100.0, 1))
-}
-
-fn opt_pct(f: Option<f64>) -> String {
-    f.map_or_else(|| "–".into(), pct)
 }
 
 /// `a / b`, `None` when `b` is 0.
@@ -973,15 +899,6 @@ mod tests {
 
     #[test]
     fn formats() {
-        assert_eq!(int(0), "0");
-        assert_eq!(int(1_234_567), "1,234,567");
-        assert_eq!(usd(1234.56789), "$1,234.5679");
-        assert_eq!(usd(-0.00001), "$0.0000");
-        assert_eq!(usd(-2.5), "-$2.5000");
-        assert_eq!(signed_usd(0.5), "+$0.5000");
-        assert_eq!(signed_pct(-3.04), "-3.0%");
-        assert_eq!(signed_pct(f64::NAN), "n/a");
-        assert_eq!(pct(0.5), "50.0%");
         assert_eq!(escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
         assert_eq!(E("a<b").to_string(), "a&lt;b");
         assert_eq!(clip("abcdef", 3), "abc…");

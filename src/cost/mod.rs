@@ -2,6 +2,7 @@
 //! cache simulator predicts from the assembled requests, and what a change
 //! would do to the bill.
 
+pub mod format;
 pub mod html;
 pub mod modeled;
 pub mod pricing;

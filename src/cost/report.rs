@@ -1,5 +1,6 @@
 //! The reports of `ctxasm cost`: terminal tables and the HTML page.
 
+use super::format::{plain_pct, plain_signed_pct, plain_signed_usd};
 use super::modeled::CostReport;
 use super::usage::{RecordedReport, Totals};
 use std::fmt::Write as _;
@@ -17,20 +18,6 @@ pub fn recorded_table(report: &RecordedReport) -> String {
     let _ = writeln!(o, "{:<28}{:>16}", "unpriced requests", report.unpriced_requests);
     let _ = writeln!(o, "prices: {} ({})", report.pricing.source, report.pricing.date);
     o
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
-
-/// `+1.2345` / `-1.2345`; a delta that rounds to zero is `+0.0000`.
-fn signed_usd(x: f64) -> String {
-    if x.abs() < 0.000_05 { "+0.0000".to_string() } else { format!("{x:+.4}") }
-}
-
-/// `+9.6%`; a delta that rounds to zero is `+0.0%`.
-fn signed_pct(x: f64) -> String {
-    if x.abs() < 0.05 { "+0.0%".to_string() } else { format!("{x:+.1}%") }
 }
 
 /// `cost`: recorded against modeled, accuracy, estimator, what-ifs.
@@ -64,8 +51,8 @@ pub fn table(r: &CostReport) -> String {
     let _ = writeln!(
         o,
         "  cache read error    median {} p90 {} of recorded ({} requests read), median {:.0} p90 {:.0} tokens (target median ≤5%: {})",
-        pct(a.cache_read.median_relative),
-        pct(a.cache_read.p90_relative),
+        plain_pct(a.cache_read.median_relative),
+        plain_pct(a.cache_read.p90_relative),
         a.cache_read.relative_over,
         a.cache_read.median_abs_tokens,
         a.cache_read.p90_abs_tokens,
@@ -74,8 +61,8 @@ pub fn table(r: &CostReport) -> String {
     let _ = writeln!(
         o,
         "  cache write error   median {} p90 {} of recorded, median {:.0} p90 {:.0} tokens",
-        pct(a.cache_write.median_relative),
-        pct(a.cache_write.p90_relative),
+        plain_pct(a.cache_write.median_relative),
+        plain_pct(a.cache_write.p90_relative),
         a.cache_write.median_abs_tokens,
         a.cache_write.p90_abs_tokens
     );
@@ -97,8 +84,8 @@ pub fn table(r: &CostReport) -> String {
         "estimator: {} samples, bytes/token {}; error median {} p90 {}; {} blocks pinned to usage, {} estimated",
         e.samples,
         bpt.join(", "),
-        pct(e.median_relative_error),
-        pct(e.p90_relative_error),
+        plain_pct(e.median_relative_error),
+        plain_pct(e.p90_relative_error),
         e.blocks_pinned,
         e.blocks_estimated
     );
@@ -112,8 +99,8 @@ pub fn table(r: &CostReport) -> String {
                 "{:<32}{:>14.4}{:>14}{:>10}",
                 w.what_if,
                 w.modeled.cost_usd,
-                signed_usd(w.delta_usd),
-                signed_pct(w.delta_pct)
+                plain_signed_usd(w.delta_usd),
+                plain_signed_pct(w.delta_pct)
             );
         }
     }
@@ -124,19 +111,4 @@ pub fn table(r: &CostReport) -> String {
 /// The self-contained HTML report.
 pub fn html(r: &CostReport) -> String {
     super::html::render(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signed_deltas_never_print_minus_zero() {
-        assert_eq!(signed_usd(-0.000_01), "+0.0000");
-        assert_eq!(signed_usd(3.757_71), "+3.7577");
-        assert_eq!(signed_usd(-1.5), "-1.5000");
-        assert_eq!(signed_pct(-0.01), "+0.0%");
-        assert_eq!(signed_pct(9.62), "+9.6%");
-        assert_eq!(signed_pct(-12.94), "-12.9%");
-    }
 }
