@@ -1,4 +1,7 @@
 //! The reports of `ctxasm cost`: terminal tables and the HTML page.
+//!
+//! Returns strings (the CLI prints them); the formatting of numbers is
+//! `cost::format`'s, the page is `cost::html`'s.
 
 use super::format::{plain_pct, plain_signed_pct, plain_signed_usd};
 use super::modeled::CostReport;

@@ -182,36 +182,7 @@ fn session_blocks<'a>(
     opts: &ModelOptions,
 ) -> (SessionIn, Vec<ChainIn>) {
     let out = assemble_session(bump, session, assembler);
-    let (session_id, project) = usage::session_identity(session);
-    let first_path = session.files().next().map(|f| f.file.path.clone()).unwrap_or_default();
-    let project_dir = if session.main.is_some() {
-        first_path.parent().map(std::path::Path::to_path_buf).unwrap_or_default()
-    } else {
-        first_path
-            .ancestors()
-            .find(|a| a.file_name().is_some_and(|n| n == "subagents"))
-            .and_then(|s| s.parent())
-            .and_then(|s| s.parent())
-            .map(std::path::Path::to_path_buf)
-            .unwrap_or_default()
-    };
-    let root = project_dir.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
-    let project_path = project_dir.to_string_lossy().into_owned();
-    let has_shapes = session.files().any(|f| {
-        f.parsed.entries.iter().any(|e| matches!(e.kind, crate::model::entry::EntryKind::ApiRequestShape { .. }))
-    });
-    let unseen_prompt = out.by_pipeline && !has_shapes && !opts.prompt_known;
-    let sin = SessionIn {
-        usage_lines: Vec::new(),
-        scope_root: scope_of(&["root", &root]),
-        scope_project: scope_of(&["project", &project_path]),
-        scope_session: scope_of(&["session", &project_path, &session_id]),
-        session_id,
-        project,
-        by_pipeline: out.by_pipeline,
-        unseen_prompt,
-        diagnostics: out.diagnostics,
-    };
+    let mut sin = session_in(session, out.by_pipeline, out.diagnostics, opts);
     // Recorded usage by message id; api-request id → message id.
     let lines = usage::session_usage_lines(session);
     let recorded = usage::dedup_files(lines.clone());
@@ -250,72 +221,130 @@ fn session_blocks<'a>(
         }
     }
     let mut seg = SegmentBlocks::default();
-    let (mut blocks, mut feats) = (Vec::new(), Vec::new());
+    let mut scratch = (Vec::new(), Vec::new());
     let mut chains = Vec::with_capacity(order.len());
     for agent in order {
-        let mut chain = ChainIn::default();
-        let unseen_block = unseen_prompt.then(|| SimBlock {
-            hash: u128::from(scope_of(&[
-                "unseen prefix",
-                version,
-                cwd,
-                if agent.is_some() { "agent" } else { "main" },
-            ])) | (1u128 << 127),
-            tokens: 0,
-            ttl: Some(Ttl::FiveMinutes),
-            kind: BlockKind::System,
-            place: Place::System,
-            pinned: false,
-        });
-        let mut prev: Vec<SimBlock> = Vec::new();
-        let mut last_ms = 0u64;
-        for r in out.requests.iter().filter(|r| r.agent_id == agent) {
-            request_blocks(&r.body, &mut seg, unseen_block.as_ref(), &mut blocks, &mut feats);
-            let model = r.body.model.as_str().unwrap_or("").to_string();
-            if strips_old_thinking(&model) {
-                strip_old_thinking(&mut blocks, &mut feats);
-            }
-            let keep = crate::cost::sim::common_prefix(&prev, &blocks);
-            let start = chain.arena.len();
-            chain.arena.extend_from_slice(&blocks[keep..]);
-            chain.feats.extend_from_slice(&feats[keep..]);
-            if chain.unseen.is_none() && unseen_block.is_some() && keep == 0 {
-                chain.unseen = Some(start);
-            }
-            let breakpoints = blocks
-                .iter()
-                .enumerate()
-                .filter_map(|(i, b)| b.ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
-                .collect();
-            let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
-            last_ms = at_ms;
-            chain.reqs.push(ReqIn {
-                custom_id: r.custom_id.clone(),
-                at_ms,
-                model,
-                recorded: usage_of(r),
-                step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
-                len: blocks.len(),
-            });
-            std::mem::swap(&mut prev, &mut blocks);
-        }
-        // A pipeline chain whose usage shows 1-hour writes was sent with
-        // `ttl: "1h"` (the transcript does not hold the request).
-        if out.by_pipeline && chain.reqs.iter().any(|r| r.recorded.is_some_and(|t| t.cache_write_1h > 0)) {
-            for r in &mut chain.reqs {
-                for bp in &mut r.step.breakpoints {
-                    bp.1 = Ttl::OneHour;
-                }
-            }
-        }
+        let unseen = sin.unseen_prompt.then(|| unseen_block(version, cwd, agent.is_some()));
+        let chain = chain_of(&out.requests, agent, unseen, &mut seg, &mut scratch, &usage_of, out.by_pipeline);
         chains.push(chain);
     }
     drop(by_message);
     drop(by_request_ref);
     drop(recorded);
-    let mut sin = sin;
     sin.usage_lines = lines;
     (sin, chains)
+}
+
+/// What pass 1 keeps of a session, but its usage lines: its identity, the
+/// cache scope of each [`Account`](super::Account) and whether its prompt
+/// is the unseen prefix.
+fn session_in(
+    session: &Session<'_, '_>,
+    by_pipeline: bool,
+    diagnostics: Vec<Diagnostic>,
+    opts: &ModelOptions,
+) -> SessionIn {
+    let (session_id, project) = usage::session_identity(session);
+    let first_path = session.files().next().map(|f| f.file.path.clone()).unwrap_or_default();
+    let project_dir = if session.main.is_some() {
+        first_path.parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+    } else {
+        first_path
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "subagents"))
+            .and_then(|s| s.parent())
+            .and_then(|s| s.parent())
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    let root = project_dir.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let project_path = project_dir.to_string_lossy().into_owned();
+    let has_shapes = session.files().any(|f| {
+        f.parsed.entries.iter().any(|e| matches!(e.kind, crate::model::entry::EntryKind::ApiRequestShape { .. }))
+    });
+    let unseen_prompt = by_pipeline && !has_shapes && !opts.prompt_known;
+    SessionIn {
+        usage_lines: Vec::new(),
+        scope_root: scope_of(&["root", &root]),
+        scope_project: scope_of(&["project", &project_path]),
+        scope_session: scope_of(&["session", &project_path, &session_id]),
+        session_id,
+        project,
+        by_pipeline,
+        unseen_prompt,
+        diagnostics,
+    }
+}
+
+/// The unseen prefix block of a chain: its identity is (CLI version, cwd,
+/// main or subagent), its size is given in pass 2.
+fn unseen_block(version: &str, cwd: &str, agent: bool) -> SimBlock {
+    SimBlock {
+        hash: u128::from(scope_of(&["unseen prefix", version, cwd, if agent { "agent" } else { "main" }]))
+            | (1u128 << 127),
+        tokens: 0,
+        ttl: Some(Ttl::FiveMinutes),
+        kind: BlockKind::System,
+        place: Place::System,
+        pinned: false,
+    }
+}
+
+/// One chain (the requests of `agent`, `None` for the main conversation)
+/// stored once; `scratch` is reused across chains.
+fn chain_of(
+    requests: &[Request<'_>],
+    agent: Option<&str>,
+    unseen_block: Option<SimBlock>,
+    seg: &mut SegmentBlocks,
+    scratch: &mut (Vec<SimBlock>, Vec<BlockFeat>),
+    usage_of: &dyn Fn(&Request<'_>) -> Option<TokenCounts>,
+    by_pipeline: bool,
+) -> ChainIn {
+    let (blocks, feats) = scratch;
+    let mut chain = ChainIn::default();
+    let mut prev: Vec<SimBlock> = Vec::new();
+    let mut last_ms = 0u64;
+    for r in requests.iter().filter(|r| r.agent_id == agent) {
+        request_blocks(&r.body, seg, unseen_block.as_ref(), blocks, feats);
+        let model = r.body.model.as_str().unwrap_or("").to_string();
+        if strips_old_thinking(&model) {
+            strip_old_thinking(blocks, feats);
+        }
+        let keep = crate::cost::sim::common_prefix(&prev, blocks);
+        let start = chain.arena.len();
+        chain.arena.extend_from_slice(&blocks[keep..]);
+        chain.feats.extend_from_slice(&feats[keep..]);
+        if chain.unseen.is_none() && unseen_block.is_some() && keep == 0 {
+            chain.unseen = Some(start);
+        }
+        let breakpoints = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
+            .collect();
+        let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
+        last_ms = at_ms;
+        chain.reqs.push(ReqIn {
+            custom_id: r.custom_id.clone(),
+            at_ms,
+            model,
+            recorded: usage_of(r),
+            step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
+            len: blocks.len(),
+        });
+        std::mem::swap(&mut prev, blocks);
+    }
+    // A pipeline chain whose usage shows 1-hour writes was sent with
+    // `ttl: "1h"` (the transcript does not hold the request).
+    if by_pipeline && chain.reqs.iter().any(|r| r.recorded.is_some_and(|t| t.cache_write_1h > 0)) {
+        for r in &mut chain.reqs {
+            for bp in &mut r.step.breakpoints {
+                bp.1 = Ttl::OneHour;
+            }
+        }
+    }
+    chain
 }
 
 /// Pass 1 over the corpus: the blocks of every session (in parallel), its
