@@ -112,6 +112,21 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
         "<p class=\"note\">Recorded: every request with usage in the transcripts. Modeled: every assembled \
          request through the cache simulator.</p>\n<div class=\"grid\">\n<div>\n<h3>Accuracy</h3>\n<table id=\"summary-accuracy\"><tbody>\n",
     );
+    summary_accuracy(o, r);
+    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Estimator</h3>\n<table id=\"summary-estimator\"><tbody>\n");
+    summary_estimator(o, r);
+    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Scope</h3>\n<table id=\"summary-scope\"><tbody>\n");
+    row(o, &["Pricing source", &r.pricing.source]);
+    row(o, &["Pricing date", &r.pricing.date]);
+    row(o, &["Account scope", &r.account]);
+    row(o, &["Sessions", &int(r.sessions.len() as u64)]);
+    row(o, &["Rejected requests (> 4 breakpoints)", &int(r.rejected_requests)]);
+    row(o, &["Diagnostics", &int(r.diagnostics.len() as u64)]);
+    o.push_str("</tbody></table>\n</div>\n</div>\n</section>\n");
+}
+
+/// The rows of the accuracy table.
+fn summary_accuracy(o: &mut String, r: &CostReport) {
     let a = &r.accuracy;
     row(o, &["Requests compared", &int(a.requests_compared)]);
     row(o, &["Requests without usage", &int(a.requests_without_usage)]);
@@ -167,7 +182,10 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     let applies = a.requests_compared > 0;
     met(o, "Target: cost within 2 %", applies, a.cost_within_2pct);
     met(o, "Target: median cache-read error ≤ 5 %", applies, a.median_read_error_within_5pct);
-    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Estimator</h3>\n<table id=\"summary-estimator\"><tbody>\n");
+}
+
+/// The rows of the estimator table.
+fn summary_estimator(o: &mut String, r: &CostReport) {
     let e = &r.estimator;
     row(o, &["Samples", &int(e.samples)]);
     row(
@@ -181,12 +199,4 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
         let v = if v.is_finite() { fixed(*v, 2) } else { "n/a".into() };
         row(o, &[&format!("Bytes / token: {kind}"), &v]);
     }
-    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Scope</h3>\n<table id=\"summary-scope\"><tbody>\n");
-    row(o, &["Pricing source", &r.pricing.source]);
-    row(o, &["Pricing date", &r.pricing.date]);
-    row(o, &["Account scope", &r.account]);
-    row(o, &["Sessions", &int(r.sessions.len() as u64)]);
-    row(o, &["Rejected requests (> 4 breakpoints)", &int(r.rejected_requests)]);
-    row(o, &["Diagnostics", &int(r.diagnostics.len() as u64)]);
-    o.push_str("</tbody></table>\n</div>\n</div>\n</section>\n");
 }

@@ -78,7 +78,15 @@ pub(super) fn what_if_section(o: &mut String, r: &CostReport) {
         C(bx),
         C(y1)
     );
-    o.push_str("</svg>\n<table id=\"what-if-table\"><thead><tr><th>Scenario</th><th>Modeled USD</th><th>Δ USD</th><th>Δ %</th><th>Cache read tokens</th><th>Cache write tokens</th><th>Hit ratio</th></tr></thead><tbody>\n");
+    o.push_str("</svg>\n");
+    what_if_table(o, r);
+    o.push_str("</tbody></table>\n</section>\n");
+}
+
+/// The table of the baseline and every what-if.
+fn what_if_table(o: &mut String, r: &CostReport) {
+    let base = r.modeled.cost_usd;
+    o.push_str("<table id=\"what-if-table\"><thead><tr><th>Scenario</th><th>Modeled USD</th><th>Δ USD</th><th>Δ %</th><th>Cache read tokens</th><th>Cache write tokens</th><th>Hit ratio</th></tr></thead><tbody>\n");
     let m = &r.modeled;
     row(
         o,
@@ -107,5 +115,4 @@ pub(super) fn what_if_section(o: &mut String, r: &CostReport) {
             ],
         );
     }
-    o.push_str("</tbody></table>\n</section>\n");
 }
