@@ -4,7 +4,7 @@
 //! `cost::format`'s, the page is `cost::html`'s.
 
 use super::format::{plain_pct, plain_signed_pct, plain_signed_usd};
-use super::modeled::CostReport;
+use super::modeled::{Accuracy, CostReport};
 use super::usage::{RecordedReport, Totals};
 use std::fmt::Write as _;
 
@@ -36,7 +36,45 @@ pub fn table(r: &CostReport) -> String {
     row(&mut o, "cache read tokens", &|t| t.cache_read_input_tokens.to_string());
     row(&mut o, "output tokens", &|t| t.output_tokens.to_string());
     row(&mut o, "cost (USD)", &|t| format!("{:.4}", t.cost_usd));
-    let a = &r.accuracy;
+    accuracy_lines(&mut o, &r.accuracy);
+    let e = &r.estimator;
+    let bpt: Vec<String> = e
+        .bytes_per_token
+        .iter()
+        .filter(|(k, _)| **k != "image")
+        .map(|(k, v)| if v.is_finite() { format!("{k} {v:.2}") } else { format!("{k} -") })
+        .collect();
+    let _ = writeln!(
+        o,
+        "estimator: {} samples, bytes/token {}; error median {} p90 {}; {} blocks pinned to usage, {} estimated",
+        e.samples,
+        bpt.join(", "),
+        plain_pct(e.median_relative_error),
+        plain_pct(e.p90_relative_error),
+        e.blocks_pinned,
+        e.blocks_estimated
+    );
+    if !r.what_if.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
+        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
+        for w in &r.what_if {
+            let _ = writeln!(
+                o,
+                "{:<32}{:>14.4}{:>14}{:>10}",
+                w.what_if,
+                w.modeled.cost_usd,
+                plain_signed_usd(w.delta_usd),
+                plain_signed_pct(w.delta_pct)
+            );
+        }
+    }
+    let _ = writeln!(o, "sessions share a cache per {}; prices: {} ({})", r.account, r.pricing.source, r.pricing.date);
+    o
+}
+
+/// The accuracy lines of [`table`].
+fn accuracy_lines(o: &mut String, a: &Accuracy) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -75,40 +113,6 @@ pub fn table(r: &CostReport) -> String {
         "  cache hit agreement {} both, {} recorded only, {} modeled only, {} neither",
         h.both, h.recorded_only, h.modeled_only, h.neither
     );
-    let e = &r.estimator;
-    let bpt: Vec<String> = e
-        .bytes_per_token
-        .iter()
-        .filter(|(k, _)| **k != "image")
-        .map(|(k, v)| if v.is_finite() { format!("{k} {v:.2}") } else { format!("{k} -") })
-        .collect();
-    let _ = writeln!(
-        o,
-        "estimator: {} samples, bytes/token {}; error median {} p90 {}; {} blocks pinned to usage, {} estimated",
-        e.samples,
-        bpt.join(", "),
-        plain_pct(e.median_relative_error),
-        plain_pct(e.p90_relative_error),
-        e.blocks_pinned,
-        e.blocks_estimated
-    );
-    if !r.what_if.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
-        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
-        for w in &r.what_if {
-            let _ = writeln!(
-                o,
-                "{:<32}{:>14.4}{:>14}{:>10}",
-                w.what_if,
-                w.modeled.cost_usd,
-                plain_signed_usd(w.delta_usd),
-                plain_signed_pct(w.delta_pct)
-            );
-        }
-    }
-    let _ = writeln!(o, "sessions share a cache per {}; prices: {} ({})", r.account, r.pricing.source, r.pricing.date);
-    o
 }
 
 /// The self-contained HTML report.

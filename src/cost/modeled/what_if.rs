@@ -15,49 +15,7 @@ pub(super) fn apply_what_if(w: &WhatIf, req: &mut SimRequest, est: &Estimator, m
                 b.ttl = Some(*t);
             }
         }
-        WhatIf::Breakpoints(n) => {
-            let n = (*n).min(max_bps);
-            let head: Vec<usize> = req
-                .blocks
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
-                .map(|(i, _)| i)
-                .collect();
-            // Last block of each user message, newest first.
-            let mut user_ends = Vec::new();
-            let mut end = None;
-            for (i, b) in req.blocks.iter().enumerate().rev() {
-                match b.place {
-                    Place::Message { role, first } => {
-                        if end.is_none() {
-                            end = Some((i, role));
-                        }
-                        if first {
-                            if let Some((e, Role::User)) = end {
-                                user_ends.push(e);
-                            }
-                            end = None;
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            let ttl = req.blocks.iter().find_map(|b| b.ttl).unwrap_or_default();
-            for b in req.blocks.iter_mut() {
-                b.ttl = None;
-            }
-            // The last message's, then the tool / system ones, then earlier
-            // user messages'.
-            let mut order: Vec<usize> = user_ends.first().copied().into_iter().collect();
-            order.extend(head.iter().rev());
-            order.extend(user_ends.iter().skip(1));
-            for i in order.into_iter().take(n) {
-                if let Some(b) = req.blocks.get_mut(i) {
-                    b.ttl = Some(ttl);
-                }
-            }
-        }
+        WhatIf::Breakpoints(n) => set_breakpoints(req, (*n).min(max_bps)),
         WhatIf::Model(m) => req.model = m.clone(),
         WhatIf::SystemPromptGrowth(bytes) => {
             let bpt = est.bytes_per_token[BlockKind::System.index()];
@@ -75,22 +33,71 @@ pub(super) fn apply_what_if(w: &WhatIf, req: &mut SimRequest, est: &Estimator, m
                 b.ttl = None;
             }
         }
-        WhatIf::Boundary(Boundary::Tools) => {
-            let ttl = req.blocks.iter().find_map(|b| b.ttl).unwrap_or_default();
-            if let Some(i) = req.blocks.iter().rposition(|b| b.place == Place::Tool)
-                && req.blocks[i].ttl.is_none()
-            {
-                req.blocks[i].ttl = Some(ttl);
-                // Keep within the limit: drop the first message-side breakpoint
-                // before the last one when there are too many.
-                let marked: Vec<usize> =
-                    req.blocks.iter().enumerate().filter(|(_, b)| b.ttl.is_some()).map(|(i, _)| i).collect();
-                if marked.len() > max_bps
-                    && let Some(&drop) = marked.iter().find(|&&j| j != i && req.blocks[j].place == Place::System)
-                {
-                    req.blocks[drop].ttl = None;
+        WhatIf::Boundary(Boundary::Tools) => mark_last_tool(req, max_bps),
+    }
+}
+
+/// `n` breakpoints, in the order [`WhatIf::Breakpoints`] gives, all with
+/// the request's first TTL.
+fn set_breakpoints(req: &mut SimRequest, n: usize) {
+    let head: Vec<usize> = req
+        .blocks
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
+        .map(|(i, _)| i)
+        .collect();
+    // Last block of each user message, newest first.
+    let mut user_ends = Vec::new();
+    let mut end = None;
+    for (i, b) in req.blocks.iter().enumerate().rev() {
+        match b.place {
+            Place::Message { role, first } => {
+                if end.is_none() {
+                    end = Some((i, role));
+                }
+                if first {
+                    if let Some((e, Role::User)) = end {
+                        user_ends.push(e);
+                    }
+                    end = None;
                 }
             }
+            _ => break,
+        }
+    }
+    let ttl = req.blocks.iter().find_map(|b| b.ttl).unwrap_or_default();
+    for b in req.blocks.iter_mut() {
+        b.ttl = None;
+    }
+    // The last message's, then the tool / system ones, then earlier
+    // user messages'.
+    let mut order: Vec<usize> = user_ends.first().copied().into_iter().collect();
+    order.extend(head.iter().rev());
+    order.extend(user_ends.iter().skip(1));
+    for i in order.into_iter().take(n) {
+        if let Some(b) = req.blocks.get_mut(i) {
+            b.ttl = Some(ttl);
+        }
+    }
+}
+
+/// A breakpoint on the last tool (`boundary=tools`), keeping within
+/// `max_bps`.
+fn mark_last_tool(req: &mut SimRequest, max_bps: usize) {
+    let ttl = req.blocks.iter().find_map(|b| b.ttl).unwrap_or_default();
+    if let Some(i) = req.blocks.iter().rposition(|b| b.place == Place::Tool)
+        && req.blocks[i].ttl.is_none()
+    {
+        req.blocks[i].ttl = Some(ttl);
+        // Keep within the limit: drop the first message-side breakpoint
+        // before the last one when there are too many.
+        let marked: Vec<usize> =
+            req.blocks.iter().enumerate().filter(|(_, b)| b.ttl.is_some()).map(|(i, _)| i).collect();
+        if marked.len() > max_bps
+            && let Some(&drop) = marked.iter().find(|&&j| j != i && req.blocks[j].place == Place::System)
+        {
+            req.blocks[drop].ttl = None;
         }
     }
 }

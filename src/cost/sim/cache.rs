@@ -250,11 +250,27 @@ impl CacheSim {
             sum += u64::from(b.tokens);
             self.prefix.push((key, sum));
         }
+        let hit = self.look_back(&bps, now, &mut res);
+        let read = hit.map_or(0, |j| self.prefix[j].1);
+        let upto = self.write_entries(&mut res, hit, read, min, now);
+        res.cache_read = read;
+        res.input = total.saturating_sub(upto);
+        self.totals.cache_read += res.cache_read;
+        self.totals.cache_write_5m += res.cache_write_5m;
+        self.totals.cache_write_1h += res.cache_write_1h;
+        self.totals.input += res.input;
+        self.purge();
+        res
+    }
+
+    /// Each breakpoint's lookback for a live entry (in `self.prefix`), each
+    /// hit refreshed; the furthest hit.
+    fn look_back(&mut self, bps: &[(usize, Ttl)], now: u64, res: &mut SimResult) -> Option<usize> {
         // facts §1.2: each breakpoint checks itself and walks back, at most
         // 20 positions, for an entry an earlier request wrote; a hit
         // refreshes the entry (facts §1.4 "Every read refreshes it").
         let mut hit: Option<usize> = None;
-        for &(b, ttl) in &bps {
+        for &(b, ttl) in bps {
             let lo = (b + 1).saturating_sub(self.config.lookback.max(1));
             let found = (lo..=b).rev().find(|&j| self.entries.get(&self.prefix[j].0).is_some_and(|e| e.live(now)));
             if let Some(j) = found
@@ -273,12 +289,17 @@ impl CacheSim {
                 below_minimum: false,
             });
         }
+        hit
+    }
+
+    /// The writes of the breakpoints after the read (`read` tokens through
+    /// block `hit`), each a new entry; how far the read and the writes reach.
+    fn write_entries(&mut self, res: &mut SimResult, hit: Option<usize>, read: u64, min: u32, now: u64) -> u64 {
         // facts §1.4 billing positions: reads through the highest hit; each
         // later breakpoint writes from the previous write at its own TTL
         // (1h writes B−A, 5m writes C−B when the order is right), if its
         // prefix reaches the model's minimum (facts §1.3: below it nothing
         // is cached, no error); input is what follows (facts §1.6).
-        let read = hit.map_or(0, |j| self.prefix[j].1);
         let mut upto = read;
         for out in &mut res.per_breakpoint {
             if hit.is_some_and(|j| out.block <= j) {
@@ -299,14 +320,7 @@ impl CacheSim {
             self.entries.insert(self.prefix[out.block].0, entry);
             self.totals.writes += 1;
         }
-        res.cache_read = read;
-        res.input = total.saturating_sub(upto);
-        self.totals.cache_read += res.cache_read;
-        self.totals.cache_write_5m += res.cache_write_5m;
-        self.totals.cache_write_1h += res.cache_write_1h;
-        self.totals.input += res.input;
-        self.purge();
-        res
+        upto
     }
 
     /// Drop expired entries once the map has doubled since the last purge.
