@@ -42,7 +42,7 @@ impl Ttl {
     }
 }
 
-/// Number of content kinds the [`Estimator`] tells apart.
+/// Number of content kinds the [`Estimator`](super::Estimator) tells apart.
 pub const N_KINDS: usize = 6;
 
 /// What a block holds, for token estimation.
@@ -72,7 +72,7 @@ impl BlockKind {
         BlockKind::Tool,
     ];
 
-    /// Index into [`Estimator::bytes_per_token`].
+    /// Index into [`Estimator::bytes_per_token`](super::Estimator::bytes_per_token).
     pub fn index(self) -> usize {
         self as usize
     }
@@ -132,7 +132,7 @@ pub struct SimBlock {
     pub ttl: Option<Ttl>,
     pub kind: BlockKind,
     pub place: Place,
-    /// `tokens` comes from recorded usage ([`exact_from_usage`]), not an estimate.
+    /// `tokens` comes from recorded usage ([`exact_from_usage`](super::exact_from_usage)), not an estimate.
     pub pinned: bool,
 }
 
@@ -249,7 +249,7 @@ pub fn blocks_of(body: &Body<'_>, tokens: &dyn Fn(&Json<'_>, BlockKind) -> u32) 
 
 /// The estimator's input of one block, kept beside it: serialized bytes
 /// without `cache_control` and without image data, and the image formula's
-/// tokens of the images in it (see [`kind_features`]).
+/// tokens of the images in it (see [`kind_features`](super::kind_features)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct BlockFeat {
     pub bytes: u32,

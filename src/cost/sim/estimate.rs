@@ -140,7 +140,7 @@ impl Estimator {
         if t.is_finite() { t.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }
     }
 
-    /// `self` as the callback [`blocks_of`] takes.
+    /// `self` as the callback [`blocks_of`](super::blocks_of) takes.
     pub fn tokens_fn(&self) -> impl Fn(&Json<'_>, BlockKind) -> u32 + '_ {
         move |b, k| self.estimate(b, k)
     }
