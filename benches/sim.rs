@@ -8,8 +8,9 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxasm::assemble::{Assembler, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
-use ctxasm::cost::sim::{CacheSim, Estimator, SimRequest, blocks_of, parse_timestamp_ms};
+use ctxasm::cost::sim::{CacheSim, Estimator, SimRequest, blocks_of};
 use ctxasm::input::discover::discover;
+use ctxasm::time::parse_timestamp_ms;
 use std::path::PathBuf;
 
 const REPEAT: u64 = 200;

@@ -225,11 +225,8 @@ fn check_tool_uses<'a>(
             detail: format!("tool_use {id} is followed by another assistant message"),
         });
     }
-    *pending = blocks(m)
-        .iter()
-        .filter(|b| b.get_str("type") == Some("tool_use"))
-        .filter_map(|b| b.get_str("id"))
-        .collect();
+    *pending =
+        blocks(m).iter().filter(|b| b.get_str("type") == Some("tool_use")).filter_map(|b| b.get_str("id")).collect();
     for id in pending.iter() {
         if !seen_ids.insert(id) {
             out.push(Violation {

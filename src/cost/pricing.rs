@@ -1,5 +1,9 @@
 //! Model prices as data: the built-in table (`src/cost/pricing.json`, with
 //! its source and date in the file) or a `--pricing FILE` of the same format.
+//! The same file holds each model's minimum cacheable prompt length (see
+//! [`MinCacheable`]), and this module owns the one model-id normalization
+//! every lookup by model goes through. Nothing here reads a transcript or
+//! prints; [`Pricing::load`] is the only file read.
 //!
 //! Prices are USD per million tokens, absolute for each of input, 5-minute
 //! cache write, 1-hour cache write, cache read and output: the multipliers
@@ -40,7 +44,7 @@
 //! fuzzy matching, so an unknown model stays unpriced (and is reported)
 //! instead of borrowing a neighbour's price.
 
-use super::usage::TokenCounts;
+use super::tokens::TokenCounts;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -184,9 +188,41 @@ pub struct Pricing {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub models: Vec<ModelPrice>,
+    /// Minimum cacheable lengths. The simulator's default configuration reads
+    /// the built-in table's ([`builtin_min_cacheable`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cacheable: Option<MinCacheable>,
     /// Normalized id or alias → index in `models`.
     #[serde(skip)]
     index: FxHashMap<String, usize>,
+}
+
+/// Minimum cacheable prompt length by model-id prefix, first-party API
+/// (`../shared/docs/anthropic-api-facts.md` §1.3, [PC] at 2026-08-21; the
+/// last four rows are the older 2025 docs quoted there). Data, not code
+/// (facts §1.3 "Design rule"); the longest matching prefix wins, see
+/// [`lookup_min_cacheable`].
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinCacheable {
+    #[serde(default)]
+    pub source: String,
+    pub by_prefix: Vec<MinCacheableRow>,
+}
+
+/// One row of [`MinCacheable`]: a prefix of normalized model ids.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MinCacheableRow {
+    pub prefix: String,
+    pub tokens: u32,
+}
+
+impl MinCacheable {
+    /// `(prefix, tokens)` in file order, as [`lookup_min_cacheable`] takes them.
+    pub fn pairs(&self) -> Vec<(String, u32)> {
+        self.by_prefix.iter().map(|r| (r.prefix.clone(), r.tokens)).collect()
+    }
 }
 
 /// A `--pricing` file that cannot be used.
@@ -211,6 +247,7 @@ impl Pricing {
             unit: String::new(),
             notes: vec![e.to_string()],
             models: Vec::new(),
+            min_cacheable: None,
             index: FxHashMap::default(),
         })
     }
@@ -249,6 +286,17 @@ impl Pricing {
                 index.insert(key, i);
             }
         }
+        for row in p.min_cacheable.iter().flat_map(|m| &m.by_prefix) {
+            // The lookup compares prefixes with normalized ids: any other
+            // spelling would never match.
+            if row.prefix.is_empty() || normalize_model_id(&row.prefix) != row.prefix {
+                return Err(invalid(format!(
+                    "min_cacheable prefix {:?} is not a normalized model id (normalized {:?})",
+                    row.prefix,
+                    normalize_model_id(&row.prefix)
+                )));
+            }
+        }
         p.index = index;
         Ok(p)
     }
@@ -265,7 +313,36 @@ impl Pricing {
     }
 }
 
-/// The normalized form of a model id (the rule is in the module docs).
+/// The built-in table's minimum cacheable lengths, `(prefix, tokens)`
+/// (parsed once; empty should the built-in file ever fail to parse).
+pub fn builtin_min_cacheable() -> &'static [(String, u32)] {
+    static TABLE: std::sync::OnceLock<Vec<(String, u32)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| Pricing::builtin().min_cacheable.map(|m| m.pairs()).unwrap_or_default())
+}
+
+/// The longest `table` prefix of the normalized `model` that ends at a `-`
+/// or at the end (`claude-opus-4-1` matches `claude-opus-4-1-20250805`, not
+/// `claude-opus-4-10`).
+pub fn lookup_min_cacheable(table: &[(impl AsRef<str>, u32)], model: &str) -> Option<u32> {
+    let id = normalize_model_id(model);
+    table
+        .iter()
+        .filter(|(p, _)| {
+            let p = p.as_ref();
+            id.starts_with(p) && matches!(id.as_bytes().get(p.len()), None | Some(b'-'))
+        })
+        .max_by_key(|(p, _)| p.as_ref().len())
+        .map(|(_, n)| *n)
+}
+
+/// [`lookup_min_cacheable`] in the built-in table.
+pub fn min_cacheable_tokens(model: &str) -> Option<u32> {
+    lookup_min_cacheable(builtin_min_cacheable(), model)
+}
+
+/// The normalized form of a model id (the rule is in the module docs). The
+/// one normalization of ctxasm: prices, minimum cacheable lengths and the
+/// thinking rule of `modeled` all look models up through it.
 pub fn normalize_model_id(model: &str) -> String {
     let mut s = model.trim().to_ascii_lowercase();
     // 2. A trailing `[…]` marker.
@@ -468,6 +545,18 @@ mod tests {
         std::fs::write(&good, format!(r#"{{"models":[{}]}}"#, row("my-model"))).unwrap();
         let p = Pricing::load(&good).unwrap();
         assert_eq!(p.cost("claude-my-model-20260101", &tokens(1_000_000, 0, 0, 0, 0)), Some(1.0));
+    }
+
+    #[test]
+    fn min_cacheable_prefixes_are_normalized_ids() {
+        let table = |prefix: &str| {
+            format!(r#"{{"models":[],"min_cacheable":{{"by_prefix":[{{"prefix":"{prefix}","tokens":9}}]}}}}"#)
+        };
+        let p = Pricing::parse(&table("claude-x-1"), "t").unwrap();
+        assert_eq!(p.min_cacheable.map(|m| m.pairs()), Some(vec![("claude-x-1".to_string(), 9)]));
+        let e = Pricing::parse(&table("Claude-X.1"), "t").unwrap_err().to_string();
+        assert!(e.contains("not a normalized model id"), "{e}");
+        assert_eq!(builtin_min_cacheable().len(), 21);
     }
 
     #[test]

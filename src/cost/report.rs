@@ -1,6 +1,10 @@
 //! The reports of `ctxasm cost`: terminal tables and the HTML page.
+//!
+//! Returns strings (the CLI prints them); the formatting of numbers is
+//! `cost::format`'s, the page is `cost::html`'s.
 
-use super::modeled::CostReport;
+use super::format::{plain_pct, plain_signed_pct, plain_signed_usd};
+use super::modeled::{Accuracy, CostReport};
 use super::usage::{RecordedReport, Totals};
 use std::fmt::Write as _;
 
@@ -19,20 +23,6 @@ pub fn recorded_table(report: &RecordedReport) -> String {
     o
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
-
-/// `+1.2345` / `-1.2345`; a delta that rounds to zero is `+0.0000`.
-fn signed_usd(x: f64) -> String {
-    if x.abs() < 0.000_05 { "+0.0000".to_string() } else { format!("{x:+.4}") }
-}
-
-/// `+9.6%`; a delta that rounds to zero is `+0.0%`.
-fn signed_pct(x: f64) -> String {
-    if x.abs() < 0.05 { "+0.0%".to_string() } else { format!("{x:+.1}%") }
-}
-
 /// `cost`: recorded against modeled, accuracy, estimator, what-ifs.
 pub fn table(r: &CostReport) -> String {
     let mut o = String::new();
@@ -46,7 +36,45 @@ pub fn table(r: &CostReport) -> String {
     row(&mut o, "cache read tokens", &|t| t.cache_read_input_tokens.to_string());
     row(&mut o, "output tokens", &|t| t.output_tokens.to_string());
     row(&mut o, "cost (USD)", &|t| format!("{:.4}", t.cost_usd));
-    let a = &r.accuracy;
+    accuracy_lines(&mut o, &r.accuracy);
+    let e = &r.estimator;
+    let bpt: Vec<String> = e
+        .bytes_per_token
+        .iter()
+        .filter(|(k, _)| **k != "image")
+        .map(|(k, v)| if v.is_finite() { format!("{k} {v:.2}") } else { format!("{k} -") })
+        .collect();
+    let _ = writeln!(
+        o,
+        "estimator: {} samples, bytes/token {}; error median {} p90 {}; {} blocks pinned to usage, {} estimated",
+        e.samples,
+        bpt.join(", "),
+        plain_pct(e.median_relative_error),
+        plain_pct(e.p90_relative_error),
+        e.blocks_pinned,
+        e.blocks_estimated
+    );
+    if !r.what_if.is_empty() {
+        let _ = writeln!(o);
+        let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
+        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
+        for w in &r.what_if {
+            let _ = writeln!(
+                o,
+                "{:<32}{:>14.4}{:>14}{:>10}",
+                w.what_if,
+                w.modeled.cost_usd,
+                plain_signed_usd(w.delta_usd),
+                plain_signed_pct(w.delta_pct)
+            );
+        }
+    }
+    let _ = writeln!(o, "sessions share a cache per {}; prices: {} ({})", r.account, r.pricing.source, r.pricing.date);
+    o
+}
+
+/// The accuracy lines of [`table`].
+fn accuracy_lines(o: &mut String, a: &Accuracy) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
@@ -64,8 +92,8 @@ pub fn table(r: &CostReport) -> String {
     let _ = writeln!(
         o,
         "  cache read error    median {} p90 {} of recorded ({} requests read), median {:.0} p90 {:.0} tokens (target median ≤5%: {})",
-        pct(a.cache_read.median_relative),
-        pct(a.cache_read.p90_relative),
+        plain_pct(a.cache_read.median_relative),
+        plain_pct(a.cache_read.p90_relative),
         a.cache_read.relative_over,
         a.cache_read.median_abs_tokens,
         a.cache_read.p90_abs_tokens,
@@ -74,8 +102,8 @@ pub fn table(r: &CostReport) -> String {
     let _ = writeln!(
         o,
         "  cache write error   median {} p90 {} of recorded, median {:.0} p90 {:.0} tokens",
-        pct(a.cache_write.median_relative),
-        pct(a.cache_write.p90_relative),
+        plain_pct(a.cache_write.median_relative),
+        plain_pct(a.cache_write.p90_relative),
         a.cache_write.median_abs_tokens,
         a.cache_write.p90_abs_tokens
     );
@@ -85,58 +113,9 @@ pub fn table(r: &CostReport) -> String {
         "  cache hit agreement {} both, {} recorded only, {} modeled only, {} neither",
         h.both, h.recorded_only, h.modeled_only, h.neither
     );
-    let e = &r.estimator;
-    let bpt: Vec<String> = e
-        .bytes_per_token
-        .iter()
-        .filter(|(k, _)| **k != "image")
-        .map(|(k, v)| if v.is_finite() { format!("{k} {v:.2}") } else { format!("{k} -") })
-        .collect();
-    let _ = writeln!(
-        o,
-        "estimator: {} samples, bytes/token {}; error median {} p90 {}; {} blocks pinned to usage, {} estimated",
-        e.samples,
-        bpt.join(", "),
-        pct(e.median_relative_error),
-        pct(e.p90_relative_error),
-        e.blocks_pinned,
-        e.blocks_estimated
-    );
-    if !r.what_if.is_empty() {
-        let _ = writeln!(o);
-        let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
-        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
-        for w in &r.what_if {
-            let _ = writeln!(
-                o,
-                "{:<32}{:>14.4}{:>14}{:>10}",
-                w.what_if,
-                w.modeled.cost_usd,
-                signed_usd(w.delta_usd),
-                signed_pct(w.delta_pct)
-            );
-        }
-    }
-    let _ = writeln!(o, "sessions share a cache per {}; prices: {} ({})", r.account, r.pricing.source, r.pricing.date);
-    o
 }
 
 /// The self-contained HTML report.
 pub fn html(r: &CostReport) -> String {
     super::html::render(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn signed_deltas_never_print_minus_zero() {
-        assert_eq!(signed_usd(-0.000_01), "+0.0000");
-        assert_eq!(signed_usd(3.757_71), "+3.7577");
-        assert_eq!(signed_usd(-1.5), "-1.5000");
-        assert_eq!(signed_pct(-0.01), "+0.0%");
-        assert_eq!(signed_pct(9.62), "+9.6%");
-        assert_eq!(signed_pct(-12.94), "-12.9%");
-    }
 }

@@ -11,7 +11,8 @@ use ctxasm::cost::modeled::{
     Accuracy, CategoryCost, CostReport, EstimatorReport, ModelOptions, SessionCost, TurnRow, WhatIfResult, cost_report,
 };
 use ctxasm::cost::pricing::Pricing;
-use ctxasm::cost::usage::{PricingInfo, TokenCounts, Totals};
+use ctxasm::cost::tokens::TokenCounts;
+use ctxasm::cost::usage::{PricingInfo, Totals};
 use ctxasm::input::discover::discover;
 use std::io::Read;
 use std::path::{Path, PathBuf};

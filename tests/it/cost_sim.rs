@@ -7,10 +7,9 @@
 use crate::common::scenarios;
 use ctxasm::assemble::{Assembler, assemble_session};
 use ctxasm::corpus::{RunOptions, for_each_session_of};
-use ctxasm::cost::sim::{
-    CacheSim, Estimator, PinReport, SimRequest, SimResult, blocks_of, exact_from_usage, parse_timestamp_ms,
-};
+use ctxasm::cost::sim::{CacheSim, Estimator, PinReport, SimRequest, SimResult, blocks_of, exact_from_usage};
 use ctxasm::input::discover::discover;
+use ctxasm::time::parse_timestamp_ms;
 use serde_json::Value;
 use std::path::Path;
 

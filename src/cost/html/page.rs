@@ -1,0 +1,202 @@
+//! The page skeleton and its summary section: the `<head>` (inline CSS,
+//! the `Content-Security-Policy` that forbids every fetch), section and
+//! table-row helpers, and the summary tables (totals, accuracy, estimator,
+//! scope).
+//!
+//! No charts here (those are `chart` and the chart modules).
+
+use super::text::E;
+use super::{finite, ratio, totals_hit};
+use crate::cost::format::{fixed, int, opt_pct, pct, signed_pct, signed_usd, usd};
+use crate::cost::modeled::CostReport;
+use std::fmt::Write as _;
+
+pub(super) const CSS: &str = "\
+:root{--rec:#d9772b;--mod:#2f6db3;--fg:#1d1d1f;--mute:#666;--line:#ddd;--bg:#fff;--alt:#f6f7f9}
+*{box-sizing:border-box}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;color:var(--fg);background:var(--bg)}
+main{max-width:980px;margin:0 auto;padding:16px 24px 48px}
+h1{font-size:24px;margin:8px 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}
+p.note{color:var(--mute);margin:4px 0 10px}
+nav a{margin-right:12px;color:var(--mod)}
+table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
+th:first-child,td:first-child{text-align:left}
+td.t,th.t{text-align:left}
+thead th{background:var(--alt);font-weight:600}
+tbody tr:nth-child(even){background:var(--alt)}
+.grid{display:flex;flex-wrap:wrap;gap:0 32px}
+.ok{color:#2e7d32;font-weight:600}.miss{color:#c62828;font-weight:600}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}\ntd.mono,td.nw{white-space:nowrap}\n.scroll{overflow-x:auto}
+figure{margin:8px 0 16px}figcaption{color:var(--mute);font-size:13px}
+svg{max-width:100%;height:auto;font-family:inherit}
+svg text{fill:var(--fg);font-size:11px}
+svg .ax{stroke:#999;stroke-width:1}svg .gr{stroke:#e6e6e6;stroke-width:1}
+svg .lbl{fill:var(--mute)}
+details{margin:8px 0}ul.diag{font-size:12px;max-height:420px;overflow:auto}
+";
+
+pub(super) fn head(o: &mut String) {
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    o.push_str(
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n",
+    );
+    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    o.push_str("<meta name=\"generator\" content=\"ctxasm cost --html\">\n");
+    o.push_str("<title>ctxasm cost report</title>\n<style>\n");
+    o.push_str(CSS);
+    o.push_str("</style>\n</head>\n<body>\n<main>\n<h1>ctxasm cost report</h1>\n");
+    o.push_str(
+        "<p class=\"note\">Recorded usage from the transcripts against the prompt-cache simulator's model \
+         of the assembled requests.</p>\n",
+    );
+}
+
+pub(super) fn section(o: &mut String, id: &str, title: &str) {
+    w!(o, "<section id=\"{id}\">\n<h2>{}</h2>\n", E(title));
+}
+
+pub(super) fn row(o: &mut String, cells: &[&str]) {
+    o.push_str("<tr>");
+    for (i, c) in cells.iter().enumerate() {
+        let tag = if i == 0 { "th" } else { "td" };
+        w!(o, "<{tag}>{}</{tag}>", E(c));
+    }
+    o.push_str("</tr>\n");
+}
+
+pub(super) fn met(o: &mut String, label: &str, applies: bool, ok: bool) {
+    let (class, text) = match (applies, ok) {
+        (false, _) => ("", "n/a (no recorded usage)"),
+        (true, true) => ("ok", "met"),
+        (true, false) => ("miss", "missed"),
+    };
+    w!(o, "<tr><th>{}</th><td class=\"{class}\">{text}</td></tr>\n", E(label));
+}
+
+pub(super) fn summary(o: &mut String, r: &CostReport) {
+    section(o, "summary", "Summary");
+    let (rec, m) = (&r.recorded, &r.modeled);
+    o.push_str("<table id=\"summary-totals\">\n<thead><tr><th></th><th>Recorded</th><th>Modeled</th><th>Modeled − recorded</th></tr></thead>\n<tbody>\n");
+    let delta = |a: u64, b: u64| {
+        if b >= a { format!("+{}", int(b - a)) } else { format!("-{}", int(a - b)) }
+    };
+    let lines: [(&str, u64, u64); 5] = [
+        ("Requests", rec.requests, m.requests),
+        ("Input tokens", rec.input_tokens, m.input_tokens),
+        ("Cache write tokens", rec.cache_creation_input_tokens, m.cache_creation_input_tokens),
+        ("Cache read tokens", rec.cache_read_input_tokens, m.cache_read_input_tokens),
+        ("Output tokens", rec.output_tokens, m.output_tokens),
+    ];
+    for (label, a, b) in lines {
+        row(o, &[label, &int(a), &int(b), &delta(a, b)]);
+    }
+    row(
+        o,
+        &[
+            "Cache write 5m / 1h (modeled)",
+            "–",
+            &format!(
+                "{} / {}",
+                int(r.modeled_cache_creation.ephemeral_5m_input_tokens),
+                int(r.modeled_cache_creation.ephemeral_1h_input_tokens)
+            ),
+            "",
+        ],
+    );
+    row(o, &["Cache hit ratio", &opt_pct(totals_hit(rec)), &opt_pct(totals_hit(m)), ""]);
+    row(o, &["Cost (USD)", &usd(rec.cost_usd), &usd(m.cost_usd), &signed_usd(m.cost_usd - rec.cost_usd)]);
+    o.push_str("</tbody>\n</table>\n");
+    o.push_str(
+        "<p class=\"note\">Recorded: every request with usage in the transcripts. Modeled: every assembled \
+         request through the cache simulator.</p>\n<div class=\"grid\">\n<div>\n<h3>Accuracy</h3>\n<table id=\"summary-accuracy\"><tbody>\n",
+    );
+    summary_accuracy(o, r);
+    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Estimator</h3>\n<table id=\"summary-estimator\"><tbody>\n");
+    summary_estimator(o, r);
+    o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Scope</h3>\n<table id=\"summary-scope\"><tbody>\n");
+    row(o, &["Pricing source", &r.pricing.source]);
+    row(o, &["Pricing date", &r.pricing.date]);
+    row(o, &["Account scope", &r.account]);
+    row(o, &["Sessions", &int(r.sessions.len() as u64)]);
+    row(o, &["Rejected requests (> 4 breakpoints)", &int(r.rejected_requests)]);
+    row(o, &["Diagnostics", &int(r.diagnostics.len() as u64)]);
+    o.push_str("</tbody></table>\n</div>\n</div>\n</section>\n");
+}
+
+/// The rows of the accuracy table.
+fn summary_accuracy(o: &mut String, r: &CostReport) {
+    let a = &r.accuracy;
+    row(o, &["Requests compared", &int(a.requests_compared)]);
+    row(o, &["Requests without usage", &int(a.requests_without_usage)]);
+    row(o, &["Recorded cost (compared)", &usd(a.recorded_cost_usd)]);
+    row(o, &["Modeled cost (compared)", &usd(a.modeled_cost_usd)]);
+    row(o, &["Cost error", &signed_pct(a.cost_error_pct)]);
+    row(
+        o,
+        &[
+            "Cache read: median / p90 relative error",
+            &format!("{} / {}", pct(a.cache_read.median_relative), pct(a.cache_read.p90_relative)),
+        ],
+    );
+    row(
+        o,
+        &[
+            "Cache read: median / p90 error (tokens)",
+            &format!(
+                "{} / {}",
+                fixed(finite(a.cache_read.median_abs_tokens), 0),
+                fixed(finite(a.cache_read.p90_abs_tokens), 0)
+            ),
+        ],
+    );
+    row(
+        o,
+        &[
+            "Cache write: median / p90 relative error",
+            &format!("{} / {}", pct(a.cache_write.median_relative), pct(a.cache_write.p90_relative)),
+        ],
+    );
+    row(
+        o,
+        &[
+            "Cache write: median / p90 error (tokens)",
+            &format!(
+                "{} / {}",
+                fixed(finite(a.cache_write.median_abs_tokens), 0),
+                fixed(finite(a.cache_write.p90_abs_tokens), 0)
+            ),
+        ],
+    );
+    let h = &a.hits;
+    let n = h.both + h.recorded_only + h.modeled_only + h.neither;
+    row(o, &["Cache hit agreement", &opt_pct(ratio(h.both + h.neither, n))]);
+    row(
+        o,
+        &[
+            "Hits: both / recorded only / modeled only / neither",
+            &format!("{} / {} / {} / {}", int(h.both), int(h.recorded_only), int(h.modeled_only), int(h.neither)),
+        ],
+    );
+    let applies = a.requests_compared > 0;
+    met(o, "Target: cost within 2 %", applies, a.cost_within_2pct);
+    met(o, "Target: median cache-read error ≤ 5 %", applies, a.median_read_error_within_5pct);
+}
+
+/// The rows of the estimator table.
+fn summary_estimator(o: &mut String, r: &CostReport) {
+    let e = &r.estimator;
+    row(o, &["Samples", &int(e.samples)]);
+    row(
+        o,
+        &["Median / p90 relative error", &format!("{} / {}", pct(e.median_relative_error), pct(e.p90_relative_error))],
+    );
+    row(o, &["Blocks pinned / estimated", &format!("{} / {}", int(e.blocks_pinned), int(e.blocks_estimated))]);
+    row(o, &["Inconsistent requests", &int(e.inconsistent_requests)]);
+    row(o, &["Unseen prefix median (tokens)", &e.unseen_prefix_median.map_or_else(|| "–".into(), int)]);
+    for (kind, v) in &e.bytes_per_token {
+        let v = if v.is_finite() { fixed(*v, 2) } else { "n/a".into() };
+        row(o, &[&format!("Bytes / token: {kind}"), &v]);
+    }
+}

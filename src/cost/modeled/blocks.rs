@@ -1,0 +1,409 @@
+//! Pass 1 (in parallel, per session): every chain of a session (the main
+//! conversation, each subagent) stored once, as an arena of [`SimBlock`]s
+//! and per request a [`ChainStep`], each request matched to the usage
+//! recorded on the assistant message it produced; the unseen prefix and
+//! the dropped thinking blocks of the module docs are applied here.
+//!
+//! Token counts are left 0 (pass 2 gives them); nothing is simulated.
+
+use super::options::ModelOptions;
+use crate::assemble::{Assembler, assemble_session};
+use crate::assemble::{Body, Request};
+use crate::corpus::{RunOptions, Session, for_each_session_of};
+use crate::cost::sim::{BlockBuilder, BlockFeat, BlockKind, ChainStep, Place, Role, SimBlock, Ttl, apply_automatic};
+use crate::cost::tokens::TokenCounts;
+use crate::cost::usage;
+use crate::diag::Diagnostic;
+use crate::input::discover::Discovery;
+use crate::json::Json;
+use crate::model::entry::Entry;
+use crate::time::parse_timestamp_ms;
+use rustc_hash::FxHashMap;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// One request of a chain.
+#[derive(Debug, Clone)]
+pub(super) struct ReqIn {
+    pub(super) custom_id: String,
+    pub(super) at_ms: u64,
+    pub(super) model: String,
+    pub(super) recorded: Option<TokenCounts>,
+    pub(super) step: ChainStep,
+    /// Blocks in the request (`keep` + added).
+    pub(super) len: usize,
+}
+
+/// One chain stored once.
+#[derive(Debug, Default)]
+pub(super) struct ChainIn {
+    pub(super) session: usize,
+    pub(super) arena: Vec<SimBlock>,
+    pub(super) feats: Vec<BlockFeat>,
+    /// Arena index of the unseen prefix block.
+    pub(super) unseen: Option<usize>,
+    pub(super) reqs: Vec<ReqIn>,
+}
+
+/// What pass 1 keeps of a session.
+#[derive(Debug, Default)]
+pub(super) struct SessionIn {
+    pub(super) session_id: String,
+    pub(super) project: String,
+    pub(super) scope_root: u64,
+    pub(super) scope_project: u64,
+    pub(super) scope_session: u64,
+    pub(super) by_pipeline: bool,
+    pub(super) unseen_prompt: bool,
+    pub(super) diagnostics: Vec<Diagnostic>,
+    /// The session's usage lines, for the corpus-wide recorded count.
+    pub(super) usage_lines: usage::FileCandidates,
+}
+
+/// Models that keep earlier turns' thinking in the prompt (facts §1.5: the
+/// messages cache survives a user turn after a thinking turn on Opus 4.5+ and
+/// Sonnet 4.6+; earlier Opus / Sonnet and every Haiku lose it). Prefixes of
+/// the normalized model id, as in the minimum-length table.
+pub static KEEPS_THINKING: &[&str] = &[
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-4-7",
+    "claude-opus-4-8",
+    "claude-opus-5",
+    "claude-sonnet-4-6",
+    "claude-sonnet-5",
+    "claude-fable",
+    "claude-mythos",
+];
+
+/// The model drops earlier turns' thinking (see [`KEEPS_THINKING`]).
+pub fn strips_old_thinking(model: &str) -> bool {
+    let id = crate::cost::pricing::normalize_model_id(model);
+    !KEEPS_THINKING.iter().any(|p| id.starts_with(p))
+}
+
+/// Hash mark of a thinking block the API dropped.
+const STRIPPED: u128 = 0x5354_5249_5050_4544_5448_494e_4b49_4e47;
+
+/// Blocks of one segment, built once per node.
+#[derive(Default)]
+struct SegmentBlocks {
+    by_node: FxHashMap<usize, (Vec<SimBlock>, Vec<BlockFeat>)>,
+    builder: BlockBuilder,
+}
+
+/// A message, or one tool / system block of the given kind and place.
+enum Segment {
+    Message,
+    Value(BlockKind, Place),
+}
+
+impl SegmentBlocks {
+    /// Append the blocks of node `v`, built the first time it is seen.
+    fn append(&mut self, v: &Json<'_>, seg: Segment, out: &mut Vec<SimBlock>, feats: &mut Vec<BlockFeat>) {
+        let key = v as *const Json<'_> as usize;
+        let builder = &mut self.builder;
+        let (b, f) = self.by_node.entry(key).or_insert_with(|| {
+            let (mut b, mut f) = (Vec::new(), Vec::new());
+            match seg {
+                Segment::Message => builder.push_message(v, &mut b, &mut f),
+                Segment::Value(kind, place) => builder.push(v, kind, place, &mut b, &mut f),
+            }
+            (b, f)
+        });
+        out.extend_from_slice(b);
+        feats.extend_from_slice(f);
+    }
+}
+
+/// The blocks of one request; with `unseen`, that block instead of the
+/// tools and system.
+fn request_blocks(
+    body: &Body<'_>,
+    seg: &mut SegmentBlocks,
+    unseen: Option<&SimBlock>,
+    out: &mut Vec<SimBlock>,
+    feats: &mut Vec<BlockFeat>,
+) {
+    out.clear();
+    feats.clear();
+    match unseen {
+        Some(u) => {
+            out.push(u.clone());
+            feats.push(BlockFeat::default());
+        }
+        None => {
+            if let Some(Json::Arr(tools)) = body.tools {
+                for t in tools.iter() {
+                    seg.append(t, Segment::Value(BlockKind::Tool, Place::Tool), out, feats);
+                }
+            }
+            for s in &body.system {
+                seg.append(s, Segment::Value(BlockKind::System, Place::System), out, feats);
+            }
+        }
+    }
+    for m in &body.messages {
+        seg.append(m, Segment::Message, out, feats);
+    }
+    apply_automatic(body, out);
+}
+
+/// Mark the thinking blocks before the last user turn that is not a tool
+/// result as dropped (see [`strips_old_thinking`]).
+fn strip_old_thinking(blocks: &mut [SimBlock], feats: &mut [BlockFeat]) {
+    let last_turn = blocks.iter().rposition(|b| {
+        matches!(b.place, Place::Message { role: Role::User, first: true }) && b.kind != BlockKind::ToolResult
+    });
+    let Some(turn) = last_turn else { return };
+    for (b, f) in blocks[..turn].iter_mut().zip(&mut feats[..turn]) {
+        if f.thinking {
+            b.hash ^= STRIPPED;
+            *f = BlockFeat { thinking: true, ..BlockFeat::default() };
+        }
+    }
+}
+
+/// The entry written at `line` of `file`.
+fn entry_at<'s, 'a>(session: &'s Session<'a, '_>, file: &str, line: u32) -> Option<&'s Entry<'a>> {
+    let f = session.files().find(|f| f.file.display == file)?;
+    let entries = &f.parsed.entries;
+    entries.binary_search_by_key(&line, |e| e.line).ok().and_then(|i| entries.get(i))
+}
+
+fn scope_of(parts: &[&str]) -> u64 {
+    xxh3_64(parts.join("\u{0}").as_bytes())
+}
+
+/// Pass 1 for one session.
+fn session_blocks<'a>(
+    bump: &'a bumpalo::Bump,
+    session: &Session<'a, '_>,
+    assembler: &Assembler,
+    opts: &ModelOptions,
+) -> (SessionIn, Vec<ChainIn>) {
+    let out = assemble_session(bump, session, assembler);
+    let mut sin = session_in(session, out.by_pipeline, out.diagnostics, opts);
+    // Recorded usage by message id; api-request id → message id.
+    let lines = usage::session_usage_lines(session);
+    let recorded = usage::dedup_files(lines.clone());
+    let mut by_message: FxHashMap<&str, TokenCounts> = FxHashMap::default();
+    for r in &recorded {
+        if let Some(m) = r.message_id.as_deref() {
+            by_message.entry(m).or_insert(r.tokens);
+        }
+    }
+    let mut by_request_ref: FxHashMap<&str, &str> = FxHashMap::default();
+    if !out.by_pipeline {
+        for e in session.files().flat_map(|f| f.parsed.entries.iter()) {
+            if let (Some(a), Some(r)) = (e.as_assistant(), e.raw.get_str("requestRef"))
+                && let Some(m) = a.message_id
+            {
+                by_request_ref.entry(r).or_insert(m);
+            }
+        }
+    }
+    let usage_of = |r: &Request<'_>| -> Option<TokenCounts> {
+        let e = entry_at(session, r.file, r.line)?;
+        let mid = match e.as_assistant() {
+            Some(a) => a.message_id?,
+            None => by_request_ref.get(e.raw.get_str("id")?).copied()?,
+        };
+        by_message.get(mid).copied()
+    };
+    let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version).unwrap_or("");
+    let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.cwd).unwrap_or("");
+
+    // Chains in order of first request.
+    let mut order: Vec<Option<&str>> = Vec::new();
+    for r in &out.requests {
+        if !order.contains(&r.agent_id) {
+            order.push(r.agent_id);
+        }
+    }
+    let mut seg = SegmentBlocks::default();
+    let mut scratch = (Vec::new(), Vec::new());
+    let mut chains = Vec::with_capacity(order.len());
+    for agent in order {
+        let unseen = sin.unseen_prompt.then(|| unseen_block(version, cwd, agent.is_some()));
+        let chain = chain_of(&out.requests, agent, unseen, &mut seg, &mut scratch, &usage_of, out.by_pipeline);
+        chains.push(chain);
+    }
+    drop(by_message);
+    drop(by_request_ref);
+    drop(recorded);
+    sin.usage_lines = lines;
+    (sin, chains)
+}
+
+/// What pass 1 keeps of a session, but its usage lines: its identity, the
+/// cache scope of each [`Account`](super::Account) and whether its prompt
+/// is the unseen prefix.
+fn session_in(
+    session: &Session<'_, '_>,
+    by_pipeline: bool,
+    diagnostics: Vec<Diagnostic>,
+    opts: &ModelOptions,
+) -> SessionIn {
+    let (session_id, project) = usage::session_identity(session);
+    let first_path = session.files().next().map(|f| f.file.path.clone()).unwrap_or_default();
+    let project_dir = if session.main.is_some() {
+        first_path.parent().map(std::path::Path::to_path_buf).unwrap_or_default()
+    } else {
+        first_path
+            .ancestors()
+            .find(|a| a.file_name().is_some_and(|n| n == "subagents"))
+            .and_then(|s| s.parent())
+            .and_then(|s| s.parent())
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    let root = project_dir.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
+    let project_path = project_dir.to_string_lossy().into_owned();
+    let has_shapes = session.files().any(|f| {
+        f.parsed.entries.iter().any(|e| matches!(e.kind, crate::model::entry::EntryKind::ApiRequestShape { .. }))
+    });
+    let unseen_prompt = by_pipeline && !has_shapes && !opts.prompt_known;
+    SessionIn {
+        usage_lines: Vec::new(),
+        scope_root: scope_of(&["root", &root]),
+        scope_project: scope_of(&["project", &project_path]),
+        scope_session: scope_of(&["session", &project_path, &session_id]),
+        session_id,
+        project,
+        by_pipeline,
+        unseen_prompt,
+        diagnostics,
+    }
+}
+
+/// The unseen prefix block of a chain: its identity is (CLI version, cwd,
+/// main or subagent), its size is given in pass 2.
+fn unseen_block(version: &str, cwd: &str, agent: bool) -> SimBlock {
+    SimBlock {
+        hash: u128::from(scope_of(&["unseen prefix", version, cwd, if agent { "agent" } else { "main" }]))
+            | (1u128 << 127),
+        tokens: 0,
+        ttl: Some(Ttl::FiveMinutes),
+        kind: BlockKind::System,
+        place: Place::System,
+        pinned: false,
+    }
+}
+
+/// One chain (the requests of `agent`, `None` for the main conversation)
+/// stored once; `scratch` is reused across chains.
+fn chain_of(
+    requests: &[Request<'_>],
+    agent: Option<&str>,
+    unseen_block: Option<SimBlock>,
+    seg: &mut SegmentBlocks,
+    scratch: &mut (Vec<SimBlock>, Vec<BlockFeat>),
+    usage_of: &dyn Fn(&Request<'_>) -> Option<TokenCounts>,
+    by_pipeline: bool,
+) -> ChainIn {
+    let (blocks, feats) = scratch;
+    let mut chain = ChainIn::default();
+    let mut prev: Vec<SimBlock> = Vec::new();
+    let mut last_ms = 0u64;
+    for r in requests.iter().filter(|r| r.agent_id == agent) {
+        request_blocks(&r.body, seg, unseen_block.as_ref(), blocks, feats);
+        let model = r.body.model.as_str().unwrap_or("").to_string();
+        if strips_old_thinking(&model) {
+            strip_old_thinking(blocks, feats);
+        }
+        let keep = crate::cost::sim::common_prefix(&prev, blocks);
+        let start = chain.arena.len();
+        chain.arena.extend_from_slice(&blocks[keep..]);
+        chain.feats.extend_from_slice(&feats[keep..]);
+        if chain.unseen.is_none() && unseen_block.is_some() && keep == 0 {
+            chain.unseen = Some(start);
+        }
+        let breakpoints = blocks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, b)| b.ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
+            .collect();
+        let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
+        last_ms = at_ms;
+        chain.reqs.push(ReqIn {
+            custom_id: r.custom_id.clone(),
+            at_ms,
+            model,
+            recorded: usage_of(r),
+            step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
+            len: blocks.len(),
+        });
+        std::mem::swap(&mut prev, blocks);
+    }
+    // A pipeline chain whose usage shows 1-hour writes was sent with
+    // `ttl: "1h"` (the transcript does not hold the request).
+    if by_pipeline && chain.reqs.iter().any(|r| r.recorded.is_some_and(|t| t.cache_write_1h > 0)) {
+        for r in &mut chain.reqs {
+            for bp in &mut r.step.breakpoints {
+                bp.1 = Ttl::OneHour;
+            }
+        }
+    }
+    chain
+}
+
+/// Pass 1 over the corpus: the blocks of every session (in parallel), its
+/// chains tagged with the session's index; discovery's problems and the
+/// sessions that could not be read as diagnostics, in that order.
+pub(super) fn read_corpus(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    assembler: &Assembler,
+    opts: &ModelOptions,
+) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>) {
+    let mut diagnostics = disc.diagnostics.clone();
+    let mut sessions: Vec<SessionIn> = Vec::new();
+    let mut chains: Vec<ChainIn> = Vec::new();
+    for result in for_each_session_of(disc, &disc.groups, run, |bump, s| session_blocks(bump, s, assembler, opts)) {
+        match result {
+            Ok((s, cs)) => {
+                let idx = sessions.len();
+                chains.extend(cs.into_iter().map(|mut c| {
+                    c.session = idx;
+                    c
+                }));
+                sessions.push(s);
+            }
+            Err(d) => diagnostics.push(d),
+        }
+    }
+    (sessions, chains, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::modeled::test_util::*;
+
+    #[test]
+    fn thinking_before_the_last_user_turn_is_dropped_on_older_models() {
+        assert!(strips_old_thinking("claude-sonnet-4-20250514"));
+        assert!(strips_old_thinking("claude-opus-4-1-20250805"));
+        assert!(strips_old_thinking("claude-haiku-4-5"));
+        assert!(!strips_old_thinking("claude-opus-4-5-20251101"));
+        assert!(!strips_old_thinking("claude-sonnet-4-6"));
+        assert!(!strips_old_thinking("claude-opus-5-5"));
+        let think = BlockFeat { bytes: 40, image_tokens: 0, thinking: true };
+        let text = BlockFeat { bytes: 40, image_tokens: 0, thinking: false };
+        let mut blocks = vec![
+            block(1, 0, None, user(true)),
+            block(2, 0, None, assistant(true)), // thinking of turn 1
+            block(3, 0, None, assistant(false)),
+            SimBlock { kind: BlockKind::ToolResult, ..block(4, 0, None, user(true)) },
+            block(5, 0, None, assistant(true)), // thinking, still turn 1
+            block(6, 0, None, user(true)),      // a new user turn
+            block(7, 0, None, assistant(true)), // thinking of turn 2
+        ];
+        let mut feats = vec![text, think, text, text, think, text, think];
+        strip_old_thinking(&mut blocks, &mut feats);
+        let hashes: Vec<u128> = blocks.iter().map(|b| b.hash).collect();
+        assert_eq!(hashes, [1, 2 ^ STRIPPED, 3, 4, 5 ^ STRIPPED, 6, 7]);
+        assert_eq!(feats[1].bytes, 0);
+        assert_eq!(feats[6].bytes, 40);
+    }
+}

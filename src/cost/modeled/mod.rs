@@ -1,0 +1,125 @@
+//! The modeled cost: every session assembled (record replay where the
+//! transcript has records, the pipeline otherwise), its requests turned into
+//! [`SimBlock`]s, token counts pinned to the recorded usage, and the whole
+//! corpus replayed through one [`CacheSim`] in time order, so a prefix one
+//! session wrote can be read by another session of the same account.
+//!
+//! Three passes:
+//!
+//! 1. **Blocks** (in parallel, per session): each chain (the main
+//!    conversation, each subagent) is stored once, as an arena of blocks and
+//!    per request a [`ChainStep`] (blocks kept from the request before, blocks
+//!    added, its own breakpoints). A message that stays the same node across
+//!    turns is serialized and hashed once. Each request is matched to the
+//!    usage recorded on the assistant message it produced.
+//! 2. **Tokens**: an [`Estimator`] is fitted by least squares on the
+//!    requests that only append to the one before (recorded total minus the
+//!    previous total, against the bytes added by kind); every block gets its
+//!    estimate, then [`pin_chain`] makes each request's total equal to its
+//!    recorded usage (facts §1.6).
+//! 3. **Replay**: every request of the corpus in time order through the
+//!    simulator, once for the baseline and once per what-if.
+//!
+//! Two things the transcript does not say are modeled, and documented here:
+//!
+//! - **The client's prompt when no profile gives it.** A session without a
+//!   recorded shape, assembled with a profile that has no prompt text, gets
+//!   the CLI prefix as system prompt and placeholder tools. For the cost
+//!   those are replaced by one *unseen prefix* block with the system
+//!   prompt's 5-minute breakpoint, whose identity is (CLI version, cwd, main
+//!   or subagent) and whose size is the first request's recorded total minus
+//!   the estimate of its messages (the corpus median for a chain whose first
+//!   request has no usage).
+//! - **Thinking blocks of earlier turns.** On models before Opus 4.5 /
+//!   Sonnet 4.6 (and every Haiku), a user turn that is not a tool result
+//!   after a thinking turn invalidates the messages cache (facts §1.5): the
+//!   API drops earlier turns' thinking from the prompt. Those blocks are
+//!   counted as empty and as another prefix from that turn on.
+//!
+//! A request's time is its transcript timestamp: the `api-request`
+//! record's (when it was sent) in record replay, the assistant line's (when
+//! the response was written) in the pipeline, which is later than the start
+//! the TTL counts from (facts §1.4) by the response's duration.
+//!
+//! Accounts: caches are per organization / workspace (facts §1.7), which a
+//! transcript does not record. [`Account::Root`] (the default) takes every
+//! session under one projects root as one account; `no-cross-session-cache`
+//! gives each session its own.
+//!
+//! The parts, in pass order: `options` (what to model), `blocks` (pass 1),
+//! `pinning` (pass 2), `replay` and `what_if` (pass 3), `report` (the sums).
+//! Reads transcripts only through `corpus` and `assemble`; prints nothing.
+//!
+//! [`SimBlock`]: crate::cost::sim::SimBlock
+//! [`ChainStep`]: crate::cost::sim::ChainStep
+//! [`CacheSim`]: crate::cost::sim::CacheSim
+//! [`Estimator`]: crate::cost::sim::Estimator
+//! [`pin_chain`]: crate::cost::sim::pin_chain
+
+mod blocks;
+mod options;
+mod pinning;
+mod replay;
+mod report;
+mod what_if;
+
+pub use blocks::{KEEPS_THINKING, strips_old_thinking};
+pub use options::{Account, Boundary, ModelOptions, UNSEEN_PREFIX_DEFAULT, WarmPrefix, WhatIf};
+pub use pinning::{BTreeMapF, EstimatorReport};
+pub use report::{Accuracy, CategoryCost, CostReport, ErrorStats, HitAgreement, SessionCost, TurnRow, WhatIfResult};
+
+use crate::assemble::Assembler;
+use crate::corpus::RunOptions;
+use crate::cost::pricing::Pricing;
+use crate::input::discover::Discovery;
+
+/// Model the cost of every session of `disc`.
+pub fn cost_report(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    assembler: &Assembler,
+    pricing: &Pricing,
+    opts: &ModelOptions,
+) -> CostReport {
+    let (mut sessions, mut chains, mut diagnostics) = blocks::read_corpus(disc, run, assembler, opts);
+    let recorded = report::recorded_of(&mut sessions, pricing);
+    for s in &mut sessions {
+        diagnostics.append(&mut s.diagnostics);
+    }
+    let (est, estimator) = pinning::fit_and_pin(&mut chains, opts);
+    let order = replay::time_order(&chains);
+    let base = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing);
+    let mut rep = CostReport {
+        recorded: recorded.totals,
+        account: match opts.account {
+            Account::Root => "root",
+            Account::Project => "project",
+            Account::Session => "session",
+        }
+        .to_string(),
+        pricing: recorded.pricing,
+        estimator,
+        diagnostics,
+        ..CostReport::default()
+    };
+    report::add_baseline(&mut rep, &sessions, &chains, &base, pricing);
+    rep.what_if = report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd);
+    rep
+}
+
+/// Blocks and places the tests of every part build.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use crate::cost::sim::{BlockKind, Place, Role, SimBlock, Ttl};
+
+    pub(crate) fn block(hash: u128, tokens: u32, ttl: Option<Ttl>, place: Place) -> SimBlock {
+        SimBlock { hash, tokens, ttl, kind: BlockKind::Text, place, pinned: false }
+    }
+
+    pub(crate) fn user(first: bool) -> Place {
+        Place::Message { role: Role::User, first }
+    }
+    pub(crate) fn assistant(first: bool) -> Place {
+        Place::Message { role: Role::Assistant, first }
+    }
+}

@@ -1,0 +1,158 @@
+//! Pass 2: tokens. An [`Estimator`] is fitted by least squares on the
+//! requests that only append to the one before (recorded total minus the
+//! previous total, against the bytes added by kind); every block gets its
+//! estimate, then [`pin_chain`] makes each request's total equal to its
+//! recorded usage (facts §1.6). The unseen prefix's size is the first
+//! request's total minus the estimate of its other blocks.
+//!
+//! No cache simulation here (pass 3 is `replay`).
+
+use super::blocks::ChainIn;
+use super::options::ModelOptions;
+use crate::cost::sim::{BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
+use rayon::prelude::*;
+use serde::Serialize;
+
+/// How the estimator was fitted, and how well it predicts what it was
+/// fitted on.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EstimatorReport {
+    /// Requests that only append to the one before, both with usage.
+    pub samples: u64,
+    /// Bytes per token by kind (`image` is a factor on the image formula).
+    pub bytes_per_token: BTreeMapF,
+    /// |estimate − recorded| / recorded of the appended tokens.
+    pub median_relative_error: f64,
+    pub p90_relative_error: f64,
+    /// Blocks whose count comes from recorded usage / from the estimate.
+    pub blocks_pinned: u64,
+    pub blocks_estimated: u64,
+    /// Requests whose usage contradicts counts pinned before (left alone).
+    pub inconsistent_requests: u64,
+    /// Median size of the unseen prefix (tokens), over chains with usage.
+    pub unseen_prefix_median: Option<u64>,
+}
+
+/// Kind name → value, in kind order.
+pub type BTreeMapF = std::collections::BTreeMap<&'static str, f64>;
+
+fn kind_name(k: BlockKind) -> &'static str {
+    match k {
+        BlockKind::Text => "text",
+        BlockKind::ToolUse => "tool_use",
+        BlockKind::ToolResult => "tool_result",
+        BlockKind::Image => "image",
+        BlockKind::System => "system",
+        BlockKind::Tool => "tool",
+    }
+}
+
+pub(super) fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+pub(super) fn sorted(mut v: Vec<f64>) -> Vec<f64> {
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Samples for the fit: (features added, recorded tokens added).
+fn fit_samples(chains: &[ChainIn]) -> Vec<([f64; N_KINDS], f64)> {
+    let mut out = Vec::new();
+    for c in chains {
+        for w in c.reqs.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            let (Some(ra), Some(rb)) = (a.recorded, b.recorded) else { continue };
+            let (ta, tb) = (ra.total_input(), rb.total_input());
+            if b.step.keep != a.len || tb < ta || b.step.added.is_empty() {
+                continue;
+            }
+            let mut x = [0.0; N_KINDS];
+            for i in b.step.added.clone() {
+                if Some(i) == c.unseen {
+                    continue;
+                }
+                let v = c.feats[i].vector(c.arena[i].kind);
+                for k in 0..N_KINDS {
+                    x[k] += v[k];
+                }
+            }
+            if x.iter().sum::<f64>() > 0.0 {
+                out.push((x, (tb - ta) as f64));
+            }
+        }
+    }
+    out
+}
+
+/// The unseen prefix of a chain whose first request has usage: its total
+/// minus the estimate of the other blocks (at least 0).
+fn unseen_residual(c: &ChainIn, est: &Estimator) -> Option<u64> {
+    let u = c.unseen?;
+    let first = c.reqs.first()?;
+    let total = first.recorded?.total_input();
+    let others: u64 = first
+        .step
+        .added
+        .clone()
+        .filter(|&i| i != u)
+        .map(|i| est.estimate_features(&c.feats[i].vector(c.arena[i].kind)).ceil() as u64)
+        .sum();
+    let residual = total.saturating_sub(others);
+    // With a warm prefix the first request reads exactly it (facts §1.6).
+    let read = first.recorded?.cache_read;
+    Some(if read > 0 && read <= residual { read } else { residual })
+}
+
+/// Give every block its tokens and pin them to the recorded usage.
+fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> PinReport {
+    let residual = unseen_residual(c, est);
+    // A prefix size read from the first request's cache read is exact: it
+    // is pinned before the rest of the total is spread.
+    let from_read = c.reqs.first().and_then(|r| r.recorded).is_some_and(|t| Some(t.cache_read) == residual);
+    for (i, (b, f)) in c.arena.iter_mut().zip(&c.feats).enumerate() {
+        b.tokens = if Some(i) == c.unseen {
+            b.pinned = from_read;
+            u32::try_from(residual.unwrap_or(unseen_default)).unwrap_or(u32::MAX)
+        } else {
+            let t = est.estimate_features(&f.vector(b.kind)).ceil();
+            if t.is_finite() { t.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }
+        };
+    }
+    let steps: Vec<ChainStep> = c.reqs.iter().map(|r| r.step.clone()).collect();
+    let totals: Vec<Option<u64>> = c.reqs.iter().map(|r| r.recorded.map(|t| t.total_input())).collect();
+    pin_chain(&mut c.arena, &steps, &totals)
+}
+
+/// Pass 2: the estimator fitted on the corpus (the default with fewer than
+/// 8 samples), every block's tokens estimated and pinned to the recorded
+/// usage, and how that went.
+pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estimator, EstimatorReport) {
+    let samples = fit_samples(chains);
+    let est = if samples.len() >= 8 { Estimator::fit(&samples) } else { Estimator::default() };
+    let fit_err = sorted(
+        samples.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect(),
+    );
+    let residuals = sorted(chains.iter().filter_map(|c| unseen_residual(c, &est)).map(|v| v as f64).collect());
+    let unseen_median = (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64);
+    let unseen_default = unseen_median.unwrap_or(u64::from(opts.unseen_prefix_default));
+    let pins: Vec<PinReport> = chains.par_iter_mut().map(|c| tokens_and_pins(c, &est, unseen_default)).collect();
+    let mut estimator = EstimatorReport {
+        samples: samples.len() as u64,
+        bytes_per_token: BlockKind::ALL.iter().map(|&k| (kind_name(k), est.bytes_per_token[k.index()])).collect(),
+        median_relative_error: quantile(&fit_err, 0.5),
+        p90_relative_error: quantile(&fit_err, 0.9),
+        unseen_prefix_median: unseen_median,
+        ..EstimatorReport::default()
+    };
+    for p in &pins {
+        estimator.blocks_pinned += p.pinned as u64;
+        estimator.blocks_estimated += p.estimated as u64;
+        estimator.inconsistent_requests += p.inconsistent as u64;
+    }
+    (est, estimator)
+}

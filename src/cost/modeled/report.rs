@@ -1,0 +1,339 @@
+//! The report of `ctxasm cost`: its types ([`CostReport`] and its rows)
+//! and how the replays are summed into it — recorded against modeled,
+//! accuracy, per session and per request, the what-ifs.
+//!
+//! Sums and statistics only: the passes that produce the numbers are
+//! `blocks`, `pinning` and `replay`; printing is `cost::report`'s and
+//! `cost::html`'s.
+
+use super::blocks::{ChainIn, SessionIn};
+use super::options::ModelOptions;
+use super::pinning::{EstimatorReport, quantile, sorted};
+use super::replay::{Predicted, replay};
+use crate::cost::pricing::Pricing;
+use crate::cost::sim::Estimator;
+use crate::cost::tokens::TokenCounts;
+use crate::cost::usage::{self, CacheCreation, PricingInfo, RecordedReport, Totals};
+use crate::diag::Diagnostic;
+use serde::Serialize;
+
+/// Error statistics of one predicted quantity against the recorded one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ErrorStats {
+    /// Requests compared.
+    pub requests: u64,
+    pub median_abs_tokens: f64,
+    pub p90_abs_tokens: f64,
+    /// Over the requests where the recorded value is > 0: |modeled − recorded| / recorded.
+    pub relative_over: u64,
+    pub median_relative: f64,
+    pub p90_relative: f64,
+}
+
+impl ErrorStats {
+    fn of(pairs: &[(u64, u64)]) -> Self {
+        let abs = sorted(pairs.iter().map(|&(m, r)| m.abs_diff(r) as f64).collect());
+        let rel = sorted(pairs.iter().filter(|p| p.1 > 0).map(|&(m, r)| m.abs_diff(r) as f64 / r as f64).collect());
+        ErrorStats {
+            requests: pairs.len() as u64,
+            median_abs_tokens: quantile(&abs, 0.5),
+            p90_abs_tokens: quantile(&abs, 0.9),
+            relative_over: rel.len() as u64,
+            median_relative: quantile(&rel, 0.5),
+            p90_relative: quantile(&rel, 0.9),
+        }
+    }
+}
+
+/// Requests by whether the recorded and the modeled usage read the cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HitAgreement {
+    pub both: u64,
+    pub recorded_only: u64,
+    pub modeled_only: u64,
+    pub neither: u64,
+}
+
+/// Modeled against recorded, on the requests that have both.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Accuracy {
+    /// Requests with recorded usage matched to an assembled request.
+    pub requests_compared: u64,
+    /// Assembled requests without recorded usage (not compared).
+    pub requests_without_usage: u64,
+    pub cache_read: ErrorStats,
+    pub cache_write: ErrorStats,
+    pub hits: HitAgreement,
+    /// Cost of the compared requests.
+    pub recorded_cost_usd: f64,
+    pub modeled_cost_usd: f64,
+    /// (modeled − recorded) / recorded, in %.
+    pub cost_error_pct: f64,
+    /// The targets: total cost within 2 %, median cache-read error ≤ 5 %.
+    pub cost_within_2pct: bool,
+    pub median_read_error_within_5pct: bool,
+}
+
+/// One what-if against the baseline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WhatIfResult {
+    pub what_if: String,
+    pub modeled: Totals,
+    pub delta_usd: f64,
+    pub delta_pct: f64,
+}
+
+/// One session's row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionCost {
+    pub session_id: String,
+    pub project: String,
+    pub requests: u64,
+    pub by_pipeline: bool,
+    /// Tools and system prompt modeled as the unseen prefix.
+    pub unseen_prompt: bool,
+    /// Over the requests with recorded usage (0 without).
+    pub recorded_cost_usd: f64,
+    pub modeled_cost_usd: f64,
+    /// Cache reads / whole input, recorded and modeled.
+    pub recorded_hit_ratio: Option<f64>,
+    pub modeled_hit_ratio: f64,
+}
+
+/// One request's row (for the HTML report's per-turn chart).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnRow {
+    pub custom_id: String,
+    /// Index in [`CostReport::sessions`].
+    pub session: usize,
+    pub at_ms: u64,
+    pub recorded: Option<TokenCounts>,
+    pub modeled: TokenCounts,
+    pub recorded_cost_usd: Option<f64>,
+    pub modeled_cost_usd: Option<f64>,
+}
+
+/// Cost by category (USD), recorded and modeled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct CategoryCost {
+    pub input: f64,
+    pub cache_write_5m: f64,
+    pub cache_write_1h: f64,
+    pub cache_read: f64,
+    pub output: f64,
+}
+
+impl CategoryCost {
+    fn add(&mut self, pricing: &Pricing, model: &str, t: &TokenCounts) {
+        let Some(p) = pricing.price(model) else { return };
+        let r = p.rates_for(t);
+        self.input += t.input as f64 * r.input / 1e6;
+        self.cache_write_5m += t.cache_write_5m as f64 * r.cache_write_5m / 1e6;
+        self.cache_write_1h += t.cache_write_1h as f64 * r.cache_write_1h / 1e6;
+        self.cache_read += t.cache_read as f64 * r.cache_read / 1e6;
+        self.output += t.output as f64 * r.output / 1e6;
+    }
+}
+
+/// `ctxasm cost`: recorded, modeled, how far apart, and the what-ifs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CostReport {
+    /// The recorded usage of the corpus, as `cost --recorded-only` counts it.
+    pub recorded: Totals,
+    /// The simulator's prediction for every assembled request.
+    pub modeled: Totals,
+    pub modeled_cache_creation: CacheCreation,
+    pub accuracy: Accuracy,
+    pub estimator: EstimatorReport,
+    pub what_if: Vec<WhatIfResult>,
+    /// Sorted by project, then session id.
+    pub sessions: Vec<SessionCost>,
+    /// Compared requests, by category.
+    pub recorded_by_category: CategoryCost,
+    pub modeled_by_category: CategoryCost,
+    pub account: String,
+    pub pricing: PricingInfo,
+    /// Requests the API would refuse (more than 4 breakpoints).
+    pub rejected_requests: u64,
+    pub diagnostics: Vec<Diagnostic>,
+    #[serde(skip)]
+    pub turns: Vec<TurnRow>,
+}
+
+fn add_totals(t: &mut Totals, c: &mut CacheCreation, tokens: &TokenCounts, cost: Option<f64>) {
+    t.requests += 1;
+    t.input_tokens += tokens.input;
+    t.cache_creation_input_tokens += tokens.cache_write();
+    t.cache_read_input_tokens += tokens.cache_read;
+    t.output_tokens += tokens.output;
+    t.cost_usd += cost.unwrap_or(0.0);
+    c.ephemeral_5m_input_tokens += tokens.cache_write_5m;
+    c.ephemeral_1h_input_tokens += tokens.cache_write_1h;
+}
+
+/// The corpus-wide recorded usage: the sessions' usage lines (taken out of
+/// them) under the global rule, what `cost --recorded-only` counts, from
+/// pass 1's one read.
+pub(super) fn recorded_of(sessions: &mut [SessionIn], pricing: &Pricing) -> RecordedReport {
+    let mut lines = Vec::new();
+    for s in sessions.iter_mut() {
+        lines.append(&mut s.usage_lines);
+    }
+    let mut recorded_requests = usage::dedup_files(lines);
+    usage::price_requests(&mut recorded_requests, pricing);
+    RecordedReport::from_requests(&recorded_requests, pricing, Vec::new())
+}
+
+/// Sum the baseline replay into `rep`: modeled totals, accuracy against the
+/// recorded usage, one row per session (sorted by project, then session id)
+/// and per request.
+pub(super) fn add_baseline(
+    rep: &mut CostReport,
+    sessions: &[SessionIn],
+    chains: &[ChainIn],
+    base: &[Vec<Predicted>],
+    pricing: &Pricing,
+) {
+    let mut read_pairs = Vec::new();
+    let mut write_pairs = Vec::new();
+    let mut per_session: Vec<SessionCost> = sessions
+        .iter()
+        .map(|s| SessionCost {
+            session_id: s.session_id.clone(),
+            project: s.project.clone(),
+            by_pipeline: s.by_pipeline,
+            unseen_prompt: s.unseen_prompt,
+            ..SessionCost::default()
+        })
+        .collect();
+    let mut ratio_acc: Vec<[u64; 4]> = vec![[0; 4]; sessions.len()];
+    for (ci, c) in chains.iter().enumerate() {
+        for (ri, r) in c.reqs.iter().enumerate() {
+            let p = base[ci][ri];
+            add_totals(&mut rep.modeled, &mut rep.modeled_cache_creation, &p.tokens, p.cost);
+            rep.rejected_requests += u64::from(p.rejected);
+            let s = &mut per_session[c.session];
+            s.requests += 1;
+            s.modeled_cost_usd += p.cost.unwrap_or(0.0);
+            let acc = &mut ratio_acc[c.session];
+            acc[0] += p.tokens.cache_read;
+            acc[1] += p.tokens.total_input();
+            let rec_cost = r.recorded.and_then(|t| pricing.cost(&r.model, &t));
+            if let Some(t) = r.recorded {
+                acc[2] += t.cache_read;
+                acc[3] += t.total_input();
+                rep.accuracy.requests_compared += 1;
+                read_pairs.push((p.tokens.cache_read, t.cache_read));
+                write_pairs.push((p.tokens.cache_write(), t.cache_write()));
+                let h = &mut rep.accuracy.hits;
+                match (t.cache_read > 0, p.tokens.cache_read > 0) {
+                    (true, true) => h.both += 1,
+                    (true, false) => h.recorded_only += 1,
+                    (false, true) => h.modeled_only += 1,
+                    (false, false) => h.neither += 1,
+                }
+                rep.accuracy.recorded_cost_usd += rec_cost.unwrap_or(0.0);
+                rep.accuracy.modeled_cost_usd += p.cost.unwrap_or(0.0);
+                s.recorded_cost_usd += rec_cost.unwrap_or(0.0);
+                rep.recorded_by_category.add(pricing, &r.model, &t);
+                rep.modeled_by_category.add(pricing, &r.model, &p.tokens);
+            } else {
+                rep.accuracy.requests_without_usage += 1;
+            }
+            rep.turns.push(TurnRow {
+                custom_id: r.custom_id.clone(),
+                session: c.session,
+                at_ms: r.at_ms,
+                recorded: r.recorded,
+                modeled: p.tokens,
+                recorded_cost_usd: rec_cost,
+                modeled_cost_usd: p.cost,
+            });
+        }
+    }
+    for (s, a) in per_session.iter_mut().zip(&ratio_acc) {
+        s.modeled_hit_ratio = if a[1] > 0 { a[0] as f64 / a[1] as f64 } else { 0.0 };
+        s.recorded_hit_ratio = (a[3] > 0).then(|| a[2] as f64 / a[3] as f64);
+    }
+    rep.sessions = sorted_sessions(per_session, &mut rep.turns);
+    finish_accuracy(&mut rep.accuracy, &read_pairs, &write_pairs);
+}
+
+/// The sessions by project, then session id, with each turn's session index
+/// moved along.
+fn sorted_sessions(per_session: Vec<SessionCost>, turns: &mut [TurnRow]) -> Vec<SessionCost> {
+    let mut perm: Vec<usize> = (0..per_session.len()).collect();
+    perm.sort_by(|&a, &b| {
+        let (a, b) = (&per_session[a], &per_session[b]);
+        (&a.project, &a.session_id).cmp(&(&b.project, &b.session_id))
+    });
+    let mut new_index = vec![0; perm.len()];
+    for (new, &old) in perm.iter().enumerate() {
+        new_index[old] = new;
+    }
+    for t in turns.iter_mut() {
+        t.session = new_index[t.session];
+    }
+    let mut slots: Vec<Option<SessionCost>> = per_session.into_iter().map(Some).collect();
+    perm.iter().filter_map(|&i| slots[i].take()).collect()
+}
+
+/// The error statistics and the targets, from the compared pairs
+/// (modeled, recorded).
+fn finish_accuracy(acc: &mut Accuracy, read_pairs: &[(u64, u64)], write_pairs: &[(u64, u64)]) {
+    acc.cache_read = ErrorStats::of(read_pairs);
+    acc.cache_write = ErrorStats::of(write_pairs);
+    acc.cost_error_pct = if acc.recorded_cost_usd > 0.0 {
+        100.0 * (acc.modeled_cost_usd - acc.recorded_cost_usd) / acc.recorded_cost_usd
+    } else {
+        0.0
+    };
+    acc.cost_within_2pct = acc.requests_compared > 0 && acc.cost_error_pct.abs() <= 2.0;
+    acc.median_read_error_within_5pct = acc.cache_read.relative_over > 0 && acc.cache_read.median_relative <= 0.05;
+}
+
+/// One replay per what-if, each summed against the `baseline` cost.
+pub(super) fn what_if_results(
+    sessions: &[SessionIn],
+    chains: &[ChainIn],
+    order: &[(u64, u32, u32)],
+    opts: &ModelOptions,
+    est: &Estimator,
+    pricing: &Pricing,
+    baseline: f64,
+) -> Vec<WhatIfResult> {
+    opts.what_ifs
+        .iter()
+        .map(|w| {
+            let res = replay(sessions, chains, order, opts, Some(w), est, pricing);
+            let mut t = Totals::default();
+            let mut c = CacheCreation::default();
+            for p in res.iter().flatten() {
+                add_totals(&mut t, &mut c, &p.tokens, p.cost);
+            }
+            let delta = t.cost_usd - baseline;
+            WhatIfResult {
+                what_if: w.to_string(),
+                modeled: t,
+                delta_usd: delta,
+                delta_pct: if baseline > 0.0 { 100.0 * delta / baseline } else { 0.0 },
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_stats_median_and_p90() {
+        let pairs: Vec<(u64, u64)> = (0..10).map(|i| (100 + i, 100)).chain([(5, 0)]).collect();
+        let e = ErrorStats::of(&pairs);
+        assert_eq!(e.requests, 11);
+        assert_eq!(e.relative_over, 10);
+        assert_eq!(e.median_relative, 0.05);
+        assert_eq!(e.p90_relative, 0.08);
+        assert_eq!(e.median_abs_tokens, 5.0);
+    }
+}

@@ -1,0 +1,198 @@
+//! The recorded-usage report (`ctxasm cost --recorded-only`, and the
+//! recorded side of `ctxasm cost`): totals, per session, project, UTC day
+//! and model, from requests already counted once and priced.
+//!
+//! Sums only: which lines are requests is `usage`'s and `dedup`'s.
+
+use super::{RecordedRequest, recorded_requests_corpus};
+use crate::corpus::RunOptions;
+use crate::cost::pricing::Pricing;
+use crate::diag::Diagnostic;
+use crate::input::discover::Discovery;
+use crate::time::{parse_rfc3339_ms, utc_day};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The keys of every `totals` object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Totals {
+    pub requests: u64,
+    pub input_tokens: u64,
+    /// 5-minute + 1-hour cache writes.
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub output_tokens: u64,
+    /// Priced requests only (see `unpriced_requests`).
+    pub cost_usd: f64,
+}
+
+/// The TTL split of `cache_creation_input_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CacheCreation {
+    pub ephemeral_5m_input_tokens: u64,
+    pub ephemeral_1h_input_tokens: u64,
+}
+
+/// Sums over a set of requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UsageSum {
+    pub totals: Totals,
+    pub cache_creation: CacheCreation,
+    /// Requests whose model has no price (not in `cost_usd`).
+    pub unpriced_requests: u64,
+    /// Requests billed at a long-context tier.
+    pub long_context_requests: u64,
+}
+
+impl UsageSum {
+    fn add(&mut self, r: &RecordedRequest) {
+        let t = &r.tokens;
+        self.totals.requests += 1;
+        self.totals.input_tokens += t.input;
+        self.totals.cache_creation_input_tokens += t.cache_write();
+        self.totals.cache_read_input_tokens += t.cache_read;
+        self.totals.output_tokens += t.output;
+        self.cache_creation.ephemeral_5m_input_tokens += t.cache_write_5m;
+        self.cache_creation.ephemeral_1h_input_tokens += t.cache_write_1h;
+        match r.cost_usd {
+            Some(c) => self.totals.cost_usd += c,
+            None => self.unpriced_requests += 1,
+        }
+        self.long_context_requests += u64::from(r.long_context);
+    }
+}
+
+/// One session's row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SessionUsage {
+    pub session_id: String,
+    pub project: String,
+    pub first_timestamp: Option<String>,
+    pub last_timestamp: Option<String>,
+    /// Models in order of first use.
+    pub models: Vec<String>,
+    #[serde(flatten)]
+    pub usage: UsageSum,
+    #[serde(skip)]
+    first_ms: Option<i64>,
+    #[serde(skip)]
+    last_ms: Option<i64>,
+}
+
+/// One model's row.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ModelUsage {
+    /// The price-table id the model matched (`None`: unpriced).
+    pub priced_as: Option<String>,
+    #[serde(flatten)]
+    pub usage: UsageSum,
+}
+
+/// Where the prices come from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PricingInfo {
+    pub source: String,
+    pub date: String,
+}
+
+/// The recorded-usage report of a corpus (`ctxasm cost --recorded-only`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RecordedReport {
+    /// Exactly `requests, input_tokens, cache_creation_input_tokens,
+    /// cache_read_input_tokens, output_tokens, cost_usd`.
+    pub totals: Totals,
+    pub cache_creation: CacheCreation,
+    pub unpriced_requests: u64,
+    /// Models without a price, sorted.
+    pub unpriced_models: Vec<String>,
+    pub long_context_requests: u64,
+    pub pricing: PricingInfo,
+    /// Sorted by project, then session id.
+    pub by_session: Vec<SessionUsage>,
+    pub by_project: BTreeMap<String, UsageSum>,
+    /// UTC dates (`YYYY-MM-DD`), `unknown` without a timestamp.
+    pub by_day: BTreeMap<String, UsageSum>,
+    /// By `message.model` as recorded (`unknown` when absent).
+    pub by_model: BTreeMap<String, ModelUsage>,
+    /// Paths that could not be read, sessions that failed.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl RecordedReport {
+    /// Sum priced requests (from [`recorded_requests_corpus`]).
+    pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, diagnostics: Vec<Diagnostic>) -> Self {
+        let mut rep = RecordedReport {
+            pricing: PricingInfo { source: pricing.source.clone(), date: pricing.date.clone() },
+            diagnostics,
+            ..RecordedReport::default()
+        };
+        let mut all = UsageSum::default();
+        let mut sessions: BTreeMap<(&str, &str), SessionUsage> = BTreeMap::new();
+        for r in requests {
+            all.add(r);
+            let s = sessions.entry((r.project.as_str(), r.session_id.as_str())).or_insert_with(|| SessionUsage {
+                session_id: r.session_id.clone(),
+                project: r.project.clone(),
+                ..SessionUsage::default()
+            });
+            s.usage.add(r);
+            if let Some(ts) = &r.timestamp
+                && let Some(ms) = parse_rfc3339_ms(ts)
+            {
+                if s.first_ms.is_none_or(|f| ms < f) {
+                    s.first_ms = Some(ms);
+                    s.first_timestamp = Some(ts.clone());
+                }
+                if s.last_ms.is_none_or(|l| ms > l) {
+                    s.last_ms = Some(ms);
+                    s.last_timestamp = Some(ts.clone());
+                }
+            }
+            let model = r.model.as_deref().unwrap_or("unknown");
+            if !s.models.iter().any(|m| m == model) {
+                s.models.push(model.to_string());
+            }
+            rep.by_project.entry(r.project.clone()).or_default().add(r);
+            let day = r.timestamp.as_deref().and_then(utc_day).unwrap_or_else(|| "unknown".to_string());
+            rep.by_day.entry(day).or_default().add(r);
+            let m = rep.by_model.entry(model.to_string()).or_insert_with(|| ModelUsage {
+                priced_as: r.model.as_deref().and_then(|m| pricing.price(m)).map(|p| p.id.clone()),
+                ..ModelUsage::default()
+            });
+            m.usage.add(r);
+        }
+        rep.totals = all.totals;
+        rep.cache_creation = all.cache_creation;
+        rep.unpriced_requests = all.unpriced_requests;
+        rep.long_context_requests = all.long_context_requests;
+        rep.unpriced_models =
+            rep.by_model.iter().filter(|(_, m)| m.usage.unpriced_requests > 0).map(|(k, _)| k.clone()).collect();
+        rep.by_session = sessions.into_values().collect();
+        rep
+    }
+}
+
+/// The recorded-usage report of `disc` (global dedup, priced).
+pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing) -> RecordedReport {
+    let (requests, diagnostics) = recorded_requests_corpus(disc, run, pricing);
+    RecordedReport::from_requests(&requests, pricing, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(utc_day("2025-06-14T23:45:15.072Z").as_deref(), Some("2025-06-14"));
+        assert_eq!(utc_day("2025-06-14T23:45:15Z").as_deref(), Some("2025-06-14"));
+        assert_eq!(utc_day("2025-07-03T15:50:07.875917Z").as_deref(), Some("2025-07-03"));
+        assert_eq!(utc_day("2025-06-14T23:45:15.072-02:00").as_deref(), Some("2025-06-15"));
+        assert_eq!(utc_day("2025-01-01T00:30:00+01:00").as_deref(), Some("2024-12-31"));
+        assert_eq!(utc_day("2024-02-29T12:00:00Z").as_deref(), Some("2024-02-29"));
+        assert_eq!(utc_day("yesterday"), None);
+        assert_eq!(utc_day("2025-06-14T23:45:15.Z"), None);
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        assert_eq!(parse_rfc3339_ms("2000-03-01T00:00:00Z"), Some(951_868_800_000));
+    }
+}
