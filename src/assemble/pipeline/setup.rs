@@ -334,3 +334,104 @@ fn session_tools(session: &Session<'_, '_>) -> Vec<Value> {
     }
     names.into_iter().map(|n| json!({"name": n, "description": "", "input_schema": {"type": "object"}})).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assemble::extract::extract;
+    use crate::corpus::{RunOptions, for_each_session_of};
+    use crate::input::discover::discover;
+    use std::path::Path;
+
+    const FIX: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+    /// The plan and extras `setup` prepares for the session of `scenario`.
+    fn prepared(setup: &Setup, scenario: &str) -> (Plan, Extras) {
+        let disc = discover(&[Path::new(FIX).join(scenario).join("transcripts")]);
+        let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        out.into_iter().next().unwrap().unwrap()
+    }
+
+    fn seed_setup(scenario: &str) -> Setup {
+        let hello = Path::new(FIX).join("cc-2.1.88/hello");
+        let env = SessionEnv::from_dir(&hello.join("env")).unwrap();
+        let profile = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
+        let env = SessionEnv::from_dir(&Path::new(FIX).join(scenario).join("env")).unwrap();
+        Setup { profile, env: Some(env), overrides: Overrides::default() }
+    }
+
+    #[test]
+    fn recorded_shapes_are_used_when_the_layout_says_so() {
+        let (plan, extras) = prepared(&Setup::default(), "cc-2.1.328/hello");
+        assert!(matches!(plan.system, SystemSource::SessionShape(ref e) if e.is_empty()));
+        assert_eq!(plan.system_message_params, ["output_config"]);
+        assert!(extras.user_context.is_none() && extras.per_process.is_none() && extras.todo_reminder.is_none());
+    }
+
+    #[test]
+    fn a_session_without_shapes_gets_the_profile_rendered() {
+        // The built-in profile has no prompt text: the CLI prefix and the
+        // session's tool names with empty schemas (Setup::note says so).
+        let setup = Setup::default();
+        assert!(setup.note().is_some_and(|n| n.contains("no prompt text")));
+        let (plan, extras) = prepared(&setup, "cc-2.1.88/bash-tool");
+        let SystemSource::Rendered { blocks, tools } = &plan.system else { panic!("{:?}", plan.system) };
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        assert_eq!(blocks[0]["text"], setup.profile.cli_prefix.sdk);
+        assert_eq!(
+            tools.as_ref().unwrap(),
+            &json!([{"name": "Bash", "description": "", "input_schema": {"type": "object"}}])
+        );
+        assert!(plan.system_message_params.is_empty());
+        assert!(extras.user_context.is_none() && extras.per_process.is_none());
+    }
+
+    #[test]
+    fn the_seed_layout_adds_the_pieces_the_transcript_does_not_hold() {
+        let setup = seed_setup("cc-2.1.88/long-session");
+        assert!(setup.note().is_none());
+        let (plan, extras) = prepared(&setup, "cc-2.1.88/long-session");
+        let SystemSource::Rendered { blocks, tools } = &plan.system else { panic!("{:?}", plan.system) };
+        // prefix, static (global scope), dynamic: the billing header is the body stage's.
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[1]["cache_control"], json!({"type": "ephemeral", "scope": "global"}));
+        assert_eq!(tools.as_ref().and_then(Value::as_array).map(Vec::len), Some(22));
+        assert!(extras.user_context.as_deref().is_some_and(|t| t.contains("# currentDate")));
+        assert!(extras.per_process.as_deref().is_some_and(|t| t.contains("skills")));
+        assert_eq!(extras.todo_reminder.as_ref().map(|(_, every)| *every), Some(10));
+        assert!(plan.attachments_into_tool_result);
+        assert_eq!(plan.billing_text, crate::profile::SuffixText::FirstText);
+        assert_eq!(plan.billing_extra, " cch=00000;");
+    }
+
+    #[test]
+    fn overrides_reach_the_plan() {
+        let overrides = Overrides {
+            model: Some("claude-haiku-4-5".into()),
+            effort: Some("low".into()),
+            cache_ttl: Some("1h".into()),
+            append_system_prompt: Some("Answer in French.".into()),
+            ..Overrides::default()
+        };
+        let setup = Setup { overrides, ..Setup::default() };
+        let (plan, _) = prepared(&setup, "cc-2.1.328/hello");
+        assert_eq!(plan.model.as_deref(), Some("claude-haiku-4-5"));
+        assert_eq!(plan.cache_control, json!({"type": "ephemeral", "ttl": "1h"}));
+        let effort = plan.params.iter().find(|(k, _)| k == "output_config").map(|(_, v)| v.clone());
+        assert_eq!(effort, Some(json!({"effort": "low"})));
+        let SystemSource::SessionShape(edits) = &plan.system else { panic!("{:?}", plan.system) };
+        assert_eq!(edits.append.as_deref(), Some("Answer in French."));
+        assert_eq!(edits.prefix.as_deref(), Some(setup.profile.cli_prefix.sdk_with_append.as_str()));
+    }
+
+    #[test]
+    fn load_errors_are_typed() {
+        let bad_ttl = Overrides { cache_ttl: Some("2h".into()), ..Overrides::default() };
+        let err = Setup::load("cc-2.1.328", None, bad_ttl).unwrap_err();
+        assert!(matches!(err, SetupError::CacheTtl(ref t) if t == "2h"), "{err}");
+        assert_eq!(err.to_string(), "--cache-ttl must be 5m or 1h, got \"2h\"");
+        assert!(matches!(Setup::load("no-such", None, Overrides::default()), Err(SetupError::Profile(_))));
+        let missing = Path::new(FIX).join("no-such-env");
+        assert!(matches!(Setup::load("seed", Some(&missing), Overrides::default()), Err(SetupError::Env(_))));
+    }
+}
