@@ -139,16 +139,18 @@ impl<'a> Json<'a> {
 
     /// Compact JSON text (for diagnostics and tests; not the byte-exact writer).
     pub fn to_compact_string(&self) -> String {
-        let mut out = String::new();
+        let mut out = Vec::new();
         self.write_compact(&mut out);
-        out
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
-    fn write_compact(&self, out: &mut String) {
-        use std::fmt::Write;
+    /// Like [`writer::write`], but numbers in Rust's notation (a compact
+    /// rendering for messages and keys, not the wire's bytes).
+    fn write_compact(&self, out: &mut Vec<u8>) {
+        use std::io::Write;
         match *self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if b { "true" } else { "false" }),
+            Json::Null => out.extend_from_slice(b"null"),
+            Json::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
             Json::I64(n) => {
                 let _ = write!(out, "{n}");
             }
@@ -158,52 +160,31 @@ impl<'a> Json<'a> {
             Json::F64(f) => {
                 let _ = write!(out, "{f}");
             }
-            Json::Str(s) => write_json_string(out, s),
+            Json::Str(s) => writer::write_str(out, s),
             Json::Arr(items) => {
-                out.push('[');
+                out.push(b'[');
                 for (i, v) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
                     v.write_compact(out);
                 }
-                out.push(']');
+                out.push(b']');
             }
             Json::Obj(members) => {
-                out.push('{');
+                out.push(b'{');
                 for (i, (k, v)) in members.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    write_json_string(out, k);
-                    out.push(':');
+                    writer::write_str(out, k);
+                    out.push(b':');
                     v.write_compact(out);
                 }
-                out.push('}');
+                out.push(b'}');
             }
         }
     }
-}
-
-fn write_json_string(out: &mut String, s: &str) {
-    use std::fmt::Write;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Why a line could not be parsed.
