@@ -6,7 +6,19 @@
 //! rebuilt body must be byte-equal to the captured bytes. Wire requests are
 //! matched to rebuilt ones by `metadata.user_id.session_id`, first by exact
 //! bytes, then the rest in order; a pair that differs is reported with the
-//! first differing JSON path and both values.
+//! first differing JSON path and both values. `metadata.user_id` is read in
+//! both forms the CLI has sent: the JSON text of 2.1.x
+//! (`{"device_id":…,"session_id":…}`) and the string of 1.0.x/2.0.x
+//! (`user_<device>_account_<uuid>_session_<uuid>`).
+//!
+//! A captured request is a *conversation request* when a text of its first
+//! message is a user text of the session's transcripts; the others are
+//! *side calls* no transcript holds (the 1.0.x/2.0.x git-history summary,
+//! title or topic checks): counted, not compared. A conversation request
+//! that no rebuilt request pairs with, or one of a session no transcript
+//! holds, is `wire_unmatched`. The report is clean only when every
+//! conversation request of the capture was compared and byte-equal, and at
+//! least one was.
 
 use crate::assemble::records::RecordOptions;
 use crate::assemble::{Assembler, assemble_session_as};
@@ -30,6 +42,33 @@ pub struct WireRequest {
     pub raw: Vec<u8>,
     /// `metadata.user_id.device_id` of the captured request.
     pub device_id: Option<String>,
+    /// The texts of its first message (string content, or each text
+    /// block's), to tell conversation requests from side calls.
+    pub first_texts: Vec<String>,
+}
+
+/// `(device_id, session_id)` of a `metadata.user_id` in either form (see
+/// the module docs).
+pub fn parse_user_id(user_id: &str) -> (Option<String>, Option<String>) {
+    if let Ok(v) = serde_json::from_str::<Value>(user_id) {
+        let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
+        return (field("device_id"), field("session_id"));
+    }
+    let Some(rest) = user_id.strip_prefix("user_") else { return (None, None) };
+    let Some((device, rest)) = rest.split_once("_account_") else { return (None, None) };
+    let session = rest.split_once("_session_").map(|(_, s)| s.to_string()).filter(|s| !s.is_empty());
+    ((!device.is_empty()).then(|| device.to_string()), session)
+}
+
+/// The texts of a request body's first message.
+fn first_texts(body: &Value) -> Vec<String> {
+    match body.pointer("/messages/0/content") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(blocks)) => {
+            blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).map(str::to_string).collect()
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// Captured requests by session id, in capture order.
@@ -56,13 +95,10 @@ pub fn read_wire(path: &Path) -> io::Result<Wire> {
             }
             None => return Err(bad(i + 1, "no raw_b64")),
         };
-        let user_id = body
-            .pointer("/metadata/user_id")
-            .and_then(Value::as_str)
-            .and_then(|u| serde_json::from_str::<Value>(u).ok());
-        let field = |k: &str| user_id.as_ref().and_then(|u| u.get(k)).and_then(Value::as_str).map(str::to_string);
-        let session = field("session_id").unwrap_or_default();
-        wire.entry(session).or_default().push(WireRequest { line: i + 1, raw, device_id: field("device_id") });
+        let (device_id, session) =
+            body.pointer("/metadata/user_id").and_then(Value::as_str).map_or((None, None), parse_user_id);
+        let request = WireRequest { line: i + 1, raw, device_id, first_texts: first_texts(body) };
+        wire.entry(session.unwrap_or_default()).or_default().push(request);
     }
     Ok(wire)
 }
@@ -110,18 +146,31 @@ pub struct VerifyReport {
     pub requests: u64,
     pub messages_hashed: u64,
     pub hash_matches: u64,
+    /// Conversation requests of the capture (see the module docs).
+    pub wire_requests: u64,
     pub wire_compared: u64,
     pub wire_byte_equal: u64,
     pub wire_json_equal: u64,
+    /// Conversation requests no rebuilt request paired with.
+    pub wire_unmatched: u64,
+    /// Captured requests no transcript holds (counted, not compared).
+    pub wire_side_calls: u64,
     pub mismatches: Vec<Mismatch>,
+    /// A capture was given.
+    #[serde(skip)]
+    pub with_wire: bool,
 }
 
 impl VerifyReport {
-    /// True when everything compared matches.
+    /// True when everything compared matches and, with a capture, every
+    /// conversation request of it was compared (at least one).
     pub fn clean(&self) -> bool {
+        let wire_proven = !self.with_wire
+            || (self.wire_compared > 0 && self.wire_compared == self.wire_requests && self.wire_unmatched == 0);
         self.mismatches.is_empty()
             && self.hash_matches == self.messages_hashed
             && self.wire_byte_equal == self.wire_compared
+            && wire_proven
     }
 }
 
@@ -207,7 +256,15 @@ pub fn verify(
             .unwrap_or_default();
         r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
         let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
-        if let Some(captured) = captured {
+        let captured: Option<Vec<WireRequest>> = captured.map(|all| {
+            let texts = user_texts(session);
+            let (conversation, side): (Vec<&WireRequest>, Vec<&WireRequest>) =
+                all.iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
+            r.wire_side_calls = side.len() as u64;
+            r.wire_requests = conversation.len() as u64;
+            conversation.into_iter().cloned().collect()
+        });
+        if let Some(captured) = captured.as_deref() {
             let mut cache = SegmentCache::default();
             let bodies: Vec<Vec<u8>> = rec
                 .requests
@@ -220,12 +277,16 @@ pub fn verify(
                 .collect();
             compare(&mut r, &session_id, &rec.requests, &bodies, captured);
         }
-        r
+        (r, session_id)
     });
-    let mut total = VerifyReport::default();
+    let mut total = VerifyReport { with_wire: wire.is_some(), ..VerifyReport::default() };
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     for res in results {
         let r = match res {
-            Ok(r) => r,
+            Ok((r, sid)) => {
+                seen.insert(sid);
+                r
+            }
             Err(d) => {
                 VerifyReport { sessions: 1, mismatches: vec![Mismatch::record("", &d)], ..VerifyReport::default() }
             }
@@ -234,12 +295,66 @@ pub fn verify(
         total.requests += r.requests;
         total.messages_hashed += r.messages_hashed;
         total.hash_matches += r.hash_matches;
+        total.wire_requests += r.wire_requests;
         total.wire_compared += r.wire_compared;
         total.wire_byte_equal += r.wire_byte_equal;
         total.wire_json_equal += r.wire_json_equal;
+        total.wire_unmatched += r.wire_unmatched;
+        total.wire_side_calls += r.wire_side_calls;
         total.mismatches.extend(r.mismatches);
     }
+    let mut unseen: Vec<(&String, &Vec<WireRequest>)> =
+        wire.into_iter().flatten().filter(|(sid, _)| !seen.contains(*sid)).collect();
+    unseen.sort_by_key(|(sid, _)| *sid);
+    for (sid, reqs) in unseen {
+        unmatched_session(&mut total, sid, reqs);
+    }
     total
+}
+
+/// A capture's requests of a session no transcript holds (or whose
+/// `user_id` names none): each is unmatched.
+fn unmatched_session(total: &mut VerifyReport, sid: &str, reqs: &[WireRequest]) {
+    let mut lines: Vec<usize> = reqs.iter().map(|w| w.line).collect();
+    lines.sort_unstable();
+    for line in lines {
+        total.wire_requests += 1;
+        total.wire_unmatched += 1;
+        let message = if sid.is_empty() {
+            format!("captured request on wire line {line}: metadata.user_id names no session")
+        } else {
+            format!("captured request on wire line {line}: session {sid} is in no transcript read")
+        };
+        total.mismatches.push(Mismatch {
+            kind: "wire_unmatched".into(),
+            session: sid.to_string(),
+            request: None,
+            file: String::new(),
+            line,
+            path: None,
+            expected: None,
+            got: None,
+            message,
+        });
+    }
+}
+
+/// Every user text of a session's transcripts (string prompts and text
+/// blocks), trailing whitespace trimmed.
+fn user_texts<'a>(session: &crate::corpus::Session<'a, '_>) -> std::collections::HashSet<&'a str> {
+    let mut out = std::collections::HashSet::new();
+    for e in session.files().flat_map(|f| f.parsed.entries.iter()) {
+        let Some(u) = e.as_user() else { continue };
+        if let crate::model::content::Content::Text(t) = u.content {
+            out.insert(t.trim_end());
+        }
+        for b in u.content.blocks() {
+            if let crate::model::content::BlockKind::Text { text } = b.kind {
+                out.insert(text.trim_end());
+            }
+        }
+    }
+    out
 }
 
 fn compare(
@@ -305,6 +420,7 @@ fn compare(
         });
     }
     for (w, _) in captured.iter().zip(&wire_used).filter(|(_, used)| !**used) {
+        r.wire_unmatched += 1;
         r.mismatches.push(Mismatch {
             kind: "wire_unmatched".into(),
             session: session_id.to_string(),
@@ -323,6 +439,26 @@ fn compare(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn user_id_in_both_forms() {
+        // 2.1.x: JSON text.
+        let json = r#"{"device_id":"d0","account_uuid":"","session_id":"s1"}"#;
+        assert_eq!(parse_user_id(json), (Some("d0".into()), Some("s1".into())));
+        // 1.0.x / 2.0.x (tests/fixtures/cc-2.0.77/hello): no account uuid.
+        let legacy = "user_10d7425db43fe3fd51b79e3659ca4c1f3b0887dedddc35095e4d1b55ffd06dd0_account__session_555b3564-8baf-49dd-8578-856d144c65c6";
+        assert_eq!(
+            parse_user_id(legacy),
+            (
+                Some("10d7425db43fe3fd51b79e3659ca4c1f3b0887dedddc35095e4d1b55ffd06dd0".into()),
+                Some("555b3564-8baf-49dd-8578-856d144c65c6".into())
+            )
+        );
+        let with_account = "user_ab_account_1f2e_session_9c";
+        assert_eq!(parse_user_id(with_account), (Some("ab".into()), Some("9c".into())));
+        assert_eq!(parse_user_id("someone"), (None, None));
+        assert_eq!(parse_user_id("user_ab_account_x_session_"), (Some("ab".into()), None));
+    }
 
     #[test]
     fn first_difference_names_the_path() {

@@ -58,6 +58,11 @@ pub fn verify_table(report: &VerifyReport, with_wire: bool) -> String {
             "wire compared     {:>8}   byte-equal {}   JSON-equal {}",
             report.wire_compared, report.wire_byte_equal, report.wire_json_equal
         );
+        let _ = writeln!(
+            o,
+            "wire requests     {:>8}   unmatched {}   side calls {} (held by no transcript, not rebuilt)",
+            report.wire_requests, report.wire_unmatched, report.wire_side_calls
+        );
     }
     for m in &report.mismatches {
         let _ = writeln!(o, "{} {}:{}: {}", m.kind, m.file, m.line, m.message);
@@ -68,6 +73,13 @@ pub fn verify_table(report: &VerifyReport, with_wire: bool) -> String {
             let _ = writeln!(o, "  at {p}: expected {} got {}", show(&m.expected), show(&m.got));
         }
     }
-    let _ = writeln!(o, "{}", if report.clean() { "verify: clean" } else { "verify: MISMATCH" });
+    let verdict = if report.clean() {
+        "verify: clean"
+    } else if report.mismatches.is_empty() && report.with_wire && report.wire_compared == 0 {
+        "verify: NOT PROVEN (no captured request was compared)"
+    } else {
+        "verify: MISMATCH"
+    };
+    let _ = writeln!(o, "{verdict}");
     o
 }

@@ -19,3 +19,4 @@ mod robustness;
 mod send;
 mod stats;
 mod system_side;
+mod verify;

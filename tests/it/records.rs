@@ -254,7 +254,8 @@ fn cli_verify_all_captures_at_once_and_assemble_to_a_file() {
     assert_eq!(
         v,
         serde_json::json!({"sessions":14,"requests":29,"messages_hashed":68,"hash_matches":68,
-            "wire_compared":29,"wire_byte_equal":29,"wire_json_equal":29,"mismatches":[]})
+            "wire_requests":29,"wire_compared":29,"wire_byte_equal":29,"wire_json_equal":29,
+            "wire_unmatched":0,"wire_side_calls":0,"mismatches":[]})
     );
     // Without the device ids the comparison fails, with exit status 1.
     args.truncate(3);
