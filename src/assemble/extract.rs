@@ -25,8 +25,8 @@ use super::pipeline::system_prompt::{PromptChoice, cli_prefix, effective_system_
 use super::wire::{BILLING_SALT, billing_suffix};
 use crate::env::{GitFacts, SessionEnv};
 use crate::profile::{
-    Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, ModelInfo, Profile, ProfileError, PromptTemplate,
-    SkillsTemplate, SuffixText, SystemCache, UserContextTemplate, template,
+    Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, MetadataForm, ModelInfo, Profile, ProfileError,
+    PromptTemplate, SkillsTemplate, SuffixText, SystemCache, UserContextTemplate, template,
 };
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -37,6 +37,11 @@ struct Capture {
     entrypoint: String,
     /// The billing header text, when the capture has it (wire).
     header: Option<String>,
+    /// The capture sends a billing header block (a transcript's shape never
+    /// holds it: assumed).
+    header_block: bool,
+    /// The form of its `metadata.user_id`.
+    metadata: MetadataForm,
     /// System blocks after the billing header (with their cache control).
     system: Vec<Value>,
     tools: Vec<Value>,
@@ -158,9 +163,12 @@ fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileError> {
         texts.extend(blocks);
     }
     let skip = ["model", "messages", "system", "tools", "metadata", "stream", "betas"];
+    let legacy = body.pointer("/metadata/user_id").and_then(Value::as_str).is_some_and(|u| u.starts_with("user_"));
     Ok(Capture {
         version,
         entrypoint: field("cc_entrypoint="),
+        header_block: header.is_some(),
+        metadata: if legacy { MetadataForm::LegacyUserId } else { MetadataForm::JsonUserId },
         header,
         system: rest.to_vec(),
         tools: body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
@@ -230,6 +238,8 @@ fn from_transcript(path: &Path, lines: &[Value]) -> Result<Capture, ProfileError
             .to_string(),
         entrypoint: lines.iter().find_map(|e| e.get("entrypoint").and_then(Value::as_str)).unwrap_or("cli").to_string(),
         header: None,
+        header_block: true,
+        metadata: MetadataForm::JsonUserId,
         texts: system.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).map(str::to_string).collect(),
         system,
         tools: shape.get("tools").and_then(Value::as_array).cloned().unwrap_or_default(),
@@ -571,7 +581,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
             path.display(),
             cap.model
         ),
-        billing: Billing { salt: BILLING_SALT.into(), cch, suffix_text },
+        billing: Billing { salt: BILLING_SALT.into(), cch, suffix_text, header_block: cap.header_block },
         cli_prefix: cli,
         prompt: PromptTemplate { static_sections, dynamic_sections },
         git_status,
@@ -584,6 +594,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
         system_cache: SystemCache::default(),
         proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
         reminders: seed.reminders.clone(),
+        metadata: cap.metadata,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

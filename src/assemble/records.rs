@@ -38,6 +38,7 @@ use crate::json::Json;
 use crate::json::writer::{hex, message_hash, parse_sha256};
 use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
+use crate::profile::MetadataForm;
 use bumpalo::Bump;
 use std::collections::HashMap;
 
@@ -433,7 +434,7 @@ fn build_body<'a>(
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
         tools: tools.map(|t| &*bump.alloc(t)),
         tools_key: (!shape_hash.is_empty()).then(|| key(&tools_key_text)),
-        metadata: wire::metadata(bump, opts, e.env.session_id.unwrap_or("")),
+        metadata: wire::metadata(bump, opts, e.env.session_id.unwrap_or(""), MetadataForm::JsonUserId),
         params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
         stream: true,
         betas,

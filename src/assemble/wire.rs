@@ -16,6 +16,7 @@
 
 use crate::json::Json;
 use crate::json::writer::{self, hex};
+use crate::profile::MetadataForm;
 use bumpalo::Bump;
 use sha2::{Digest, Sha256};
 
@@ -175,19 +176,27 @@ pub fn first_block_text<'a>(m: &Json<'a>) -> &'a str {
     }
 }
 
-/// `metadata`: `{"user_id": …}` with the JSON text
-/// `{"device_id":…,"account_uuid":…,"session_id":…}` Claude Code 2.1.x sends.
-pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str) -> Json<'a> {
-    let mut s = Vec::with_capacity(160);
-    s.extend_from_slice(b"{\"device_id\":");
-    writer::write_str(&mut s, &identity.device_id);
-    s.extend_from_slice(b",\"account_uuid\":");
-    writer::write_str(&mut s, &identity.account_uuid);
-    s.extend_from_slice(b",\"session_id\":");
-    writer::write_str(&mut s, session_id);
-    s.push(b'}');
-    let s = bump.alloc_str(&String::from_utf8_lossy(&s));
-    Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(s))]))
+/// `metadata`: `{"user_id": …}`, the JSON text
+/// `{"device_id":…,"account_uuid":…,"session_id":…}` of 2.1.x or the
+/// string `user_<device>_account_<uuid>_session_<uuid>` of 1.0.x/2.0.x.
+pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str, form: MetadataForm) -> Json<'a> {
+    let text = match form {
+        MetadataForm::JsonUserId => {
+            let mut s = Vec::with_capacity(160);
+            s.extend_from_slice(b"{\"device_id\":");
+            writer::write_str(&mut s, &identity.device_id);
+            s.extend_from_slice(b",\"account_uuid\":");
+            writer::write_str(&mut s, &identity.account_uuid);
+            s.extend_from_slice(b",\"session_id\":");
+            writer::write_str(&mut s, session_id);
+            s.push(b'}');
+            String::from_utf8_lossy(&s).into_owned()
+        }
+        MetadataForm::LegacyUserId => {
+            format!("user_{}_account_{}_session_{session_id}", identity.device_id, identity.account_uuid)
+        }
+    };
+    Json::Obj(bump.alloc_slice_copy(&[("user_id", Json::Str(bump.alloc_str(&text)))]))
 }
 
 #[cfg(test)]
@@ -211,6 +220,20 @@ mod tests {
             billing_suffix(BILLING_SALT, "<system-reminder>\nThe following skills are available", "2.1.88"),
             "e09"
         );
+    }
+
+    #[test]
+    fn metadata_forms() {
+        let bump = Bump::new();
+        let id = RecordOptions { device_id: "d0".into(), account_uuid: String::new() };
+        let json = metadata(&bump, &id, "s1", MetadataForm::JsonUserId);
+        assert_eq!(
+            writer::to_vec(&json),
+            br#"{"user_id":"{\"device_id\":\"d0\",\"account_uuid\":\"\",\"session_id\":\"s1\"}"}"#
+        );
+        // tests/fixtures/cc-2.0.77/hello: no account uuid, two underscores.
+        let legacy = metadata(&bump, &id, "s1", MetadataForm::LegacyUserId);
+        assert_eq!(writer::to_vec(&legacy), br#"{"user_id":"user_d0_account__session_s1"}"#);
     }
 
     #[test]

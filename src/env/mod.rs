@@ -103,6 +103,10 @@ pub struct SessionEnv {
     pub home_claude_dir: Option<PathBuf>,
     /// `claude --version` as captured, e.g. `2.1.88 (Claude Code)`.
     pub cli_version: Option<String>,
+    /// The arguments of each CLI process of the session, when the snapshot
+    /// records them (`scripts/capture` does): what the transcript does not
+    /// hold, such as `-p`.
+    pub argv: Vec<Vec<String>>,
 }
 
 /// `env.json` as the capture harness writes it.
@@ -126,6 +130,8 @@ struct EnvJson {
     shell: Option<String>,
     date: Option<String>,
     cli_version: Option<String>,
+    #[serde(default)]
+    argv: Vec<Vec<String>>,
 }
 
 /// Default platform when nothing says otherwise: `linux`, the platform of
@@ -139,6 +145,12 @@ pub const DEFAULT_OS_VERSION: &str = "unknown";
 pub const DEFAULT_MAIN_BRANCH: &str = "main";
 
 impl SessionEnv {
+    /// Whether the session's first CLI process ran non-interactively (`-p`,
+    /// `--print`), when the snapshot records its arguments.
+    pub fn print_mode(&self) -> Option<bool> {
+        self.argv.first().map(|a| a.iter().any(|x| x == "-p" || x == "--print"))
+    }
+
     /// The session's date (`YYYY-MM-DD`): the snapshot's or transcript's,
     /// else today's (UTC) — the one clock read of assembly, here at the
     /// environment's edge.
@@ -177,6 +189,7 @@ impl SessionEnv {
             project_dir: project.is_dir().then_some(project),
             home_claude_dir: home_claude.is_dir().then_some(home_claude),
             cli_version: j.cli_version,
+            argv: j.argv,
         })
     }
 
@@ -222,6 +235,7 @@ impl SessionEnv {
             project_dir: None,
             home_claude_dir: None,
             cli_version: None,
+            argv: Vec::new(),
         }
     }
 

@@ -111,6 +111,28 @@ pub struct Billing {
     pub cch: Option<String>,
     /// Which text feeds the suffix.
     pub suffix_text: SuffixText,
+    /// The header is sent as the first system block (every 2.1.x capture);
+    /// `false`: no billing block at all (2.0.77).
+    #[serde(default = "default_true")]
+    pub header_block: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The form of `metadata.user_id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum MetadataForm {
+    /// The JSON text `{"device_id":…,"account_uuid":…,"session_id":…}`
+    /// (2.1.x).
+    #[default]
+    #[serde(rename = "json_user_id")]
+    JsonUserId,
+    /// The string `user_<device>_account_<uuid>_session_<uuid>` (1.0.x,
+    /// 2.0.x).
+    #[serde(rename = "legacy_user_id")]
+    LegacyUserId,
 }
 
 /// The three CLI prefixes of `getCLISyspromptPrefix` (seeds/001), each
@@ -301,6 +323,9 @@ pub struct Profile {
     /// transcript (seed layout).
     #[serde(default)]
     pub reminders: Reminders,
+    /// The form of `metadata.user_id`.
+    #[serde(default)]
+    pub metadata: MetadataForm,
 }
 
 /// Periodic reminders of the seed layout.

@@ -62,3 +62,42 @@ fn nothing_compared_is_not_clean() {
     assert!(text.contains("is in no transcript read"), "{text}");
     assert!(text.contains("verify: MISMATCH"), "{text}");
 }
+
+/// A profile extracted from a release's own `hello` capture, in `dir`.
+fn extracted(release: &str, dir: &std::path::Path) -> String {
+    let hello = format!("tests/fixtures/{release}/hello");
+    let out = dir.join(format!("{release}.json"));
+    let o = crate::common::ctxasm(&[
+        "profile",
+        "extract",
+        &format!("{hello}/wire.jsonl"),
+        "--env",
+        &format!("{hello}/env"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out.to_string_lossy().into_owned()
+}
+
+#[test]
+fn issue_12_profiles_say_how_2_0_77_sends_billing_and_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p: Value = serde_json::from_slice(&std::fs::read(extracted("cc-2.0.77", tmp.path())).unwrap()).unwrap();
+    assert_eq!((&p["billing"]["header_block"], &p["metadata"]), (&Value::Bool(false), &Value::from("legacy_user_id")));
+    let q: Value = serde_json::from_slice(&std::fs::read(extracted("cc-2.1.88", tmp.path())).unwrap()).unwrap();
+    assert_eq!((&q["billing"]["header_block"], &q["metadata"]), (&Value::Bool(true), &Value::from("json_user_id")));
+}
+
+#[test]
+fn issue_12_the_2_0_77_main_request_is_rebuilt_byte_equal() {
+    // No billing block, the legacy user_id, the SDK prefix of a `-p` run
+    // (env.json's argv): the main request is byte-equal. The three Warmup
+    // agent requests are not rebuilt yet, so verify still says no.
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = extracted("cc-2.0.77", tmp.path());
+    let env = "tests/fixtures/cc-2.0.77/hello/env";
+    let (code, v) = verify_json("cc-2.0.77", &["--mode", "pipeline", "--profile", &profile, "--env", env]);
+    assert_eq!(code, Some(1), "{v}");
+    assert_eq!(counts(&v), [4, 1, 1, 3, 1], "{v}");
+}

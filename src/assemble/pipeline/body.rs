@@ -1,5 +1,5 @@
 //! Stage: the request of one turn — the billing header block first in
-//! `system`, then the turn's system blocks; the model (the what-if model,
+//! `system` (when the profile sends one), then the turn's system blocks; the model (the what-if model,
 //! else the turn's assistant line's); `metadata`
 //! ([`crate::assemble::wire::metadata`]); the plan's params and betas; the
 //! custom id ([`crate::assemble::wire::custom_id`]).
@@ -26,10 +26,12 @@ pub(crate) fn build_request<'a>(
     let bump = cx.bump;
     let e = &cx.entries[first];
     let mut blocks: Vec<&'a Json<'a>> = Vec::with_capacity(system.nodes.len() + 1);
-    blocks.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(header))));
-    blocks.extend_from_slice(system.nodes);
     let mut system_keys = Vec::with_capacity(system.keys.len() + 1);
-    system_keys.push(None);
+    if cx.plan.billing_block {
+        blocks.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(header))));
+        system_keys.push(None);
+    }
+    blocks.extend_from_slice(system.nodes);
     system_keys.extend_from_slice(system.keys);
     let model = match &cx.plan.model {
         Some(m) => Json::Str(bump.alloc_str(m)),
@@ -43,7 +45,7 @@ pub(crate) fn build_request<'a>(
         system_keys,
         tools: system.tools,
         tools_key: system.tools_key,
-        metadata: wire::metadata(bump, cx.identity, session_id),
+        metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
         params: cx.statics.params.clone(),
         stream: true,
         betas: cx.statics.betas.clone(),

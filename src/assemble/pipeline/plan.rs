@@ -10,7 +10,7 @@ use super::normalize::Rules;
 use crate::diag::DiagKind;
 use crate::json::Json;
 use crate::json::writer;
-use crate::profile::{Profile, SuffixText};
+use crate::profile::{MetadataForm, Profile, SuffixText};
 use bumpalo::Bump;
 use std::collections::HashMap;
 
@@ -61,6 +61,10 @@ pub struct Plan {
     pub billing_extra: String,
     /// Which text feeds the billing header's suffix.
     pub billing_text: SuffixText,
+    /// The billing header is the first system block (`false`: none, 2.0.x).
+    pub billing_block: bool,
+    /// The form of `metadata.user_id`.
+    pub metadata: MetadataForm,
     /// Param names copied into every `role: system` message (2.1.328:
     /// `output_config`).
     pub system_message_params: Vec<String>,
@@ -87,6 +91,8 @@ impl Plan {
             billing_salt: profile.billing.salt.clone(),
             billing_extra: profile.billing.cch.clone().unwrap_or_default(),
             billing_text: profile.billing.suffix_text,
+            billing_block: profile.billing.header_block,
+            metadata: profile.metadata,
             system_message_params: l.system_message_params.clone(),
             system_attachments_as_user: l.system_attachments_as_user,
             attachments_into_tool_result: l.attachments_into_tool_result,

@@ -174,7 +174,10 @@ impl Setup {
         let has_shapes = session
             .files()
             .any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })));
-        SessionFacts { env, model, non_interactive: entrypoint != "cli", has_shapes }
+        // `-p` as the snapshot's argv says, else as the transcript's
+        // entrypoint does (2.1.x writes `sdk-cli`; 1.0.x/2.0.x write none).
+        let non_interactive = env.print_mode().unwrap_or(entrypoint != "cli");
+        SessionFacts { env, model, non_interactive, has_shapes }
     }
 
     /// The profile's plan with the overrides' params, model and TTL.
