@@ -20,7 +20,8 @@
 //! ```text
 //! name, layout {name, system_from_shape, dynamic_boundary, …: see [`Layout`]}, version, entrypoint,
 //! extracted_from (path | null), notes,
-//! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder")},
+//! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder"),
+//!          header_block (default true)},
 //! cli_prefix {default, sdk, sdk_with_append},
 //! prompt {static_sections [..], dynamic_sections [..templates..]},
 //! git_status {text (template), clean, max_status_chars, truncated_note} | null,
@@ -28,7 +29,8 @@
 //! skills {head, builtin, line, description_max, ellipsis, tail} | null,
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
-//! system_cache {enabled, ttl}, proactive_agent_header
+//! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
+//! metadata ("json_user_id" (default) | "legacy_user_id")
 //! ```
 
 mod layout;
