@@ -154,6 +154,107 @@ where
     })
 }
 
+/// Sessions the workers may be ahead of the consumer, per worker thread.
+const WINDOW_PER_THREAD: usize = 16;
+
+/// Output bytes waiting for the consumer above which workers only stay one
+/// session each ahead of it (a session's all-turns batch output can be tens
+/// of MB).
+const PENDING_BYTES: usize = 32 << 20;
+
+/// Map every session in parallel and hand the results to `sink` in
+/// discovery order, on the calling thread, as soon as each is ready, so
+/// consuming (writing) overlaps the work. Workers stay at most
+/// [`WINDOW_PER_THREAD`] × threads sessions ahead of the consumer, and one
+/// session each once [`PENDING_BYTES`] of output (`size`) wait: memory is
+/// bounded by that window, not by the corpus. A session that cannot be read
+/// becomes `on_error(diagnostic)`. The first error of `sink` stops the
+/// workers and is returned.
+pub fn stream_sessions<R, F, S>(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    size: impl Fn(&R) -> usize + Sync,
+    on_error: impl Fn(Diagnostic) -> R + Sync,
+    f: F,
+    mut sink: S,
+) -> std::io::Result<()>
+where
+    R: Send,
+    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
+    S: FnMut(R) -> std::io::Result<()>,
+{
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, mpsc};
+    let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads()).max(1);
+    let window = threads * WINDOW_PER_THREAD;
+    let groups = &disc.groups;
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let pending_bytes = AtomicUsize::new(0);
+    let written = (Mutex::new(0usize), Condvar::new());
+    let mut result: std::io::Result<()> = Ok(());
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(usize, R)>();
+        let (next, stop, written, f, pending_bytes, size, on_error) =
+            (&next, &stop, &written, &f, &pending_bytes, &size, &on_error);
+        scope.spawn(move || {
+            let worker = |tx: mpsc::Sender<(usize, R)>| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= groups.len() || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                // Wait while too far ahead of the consumer: more than
+                // `threads` sessions ahead and either the window is full or
+                // the output waiting is over the byte budget.
+                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                while i >= *done + threads
+                    && (i >= *done + window || pending_bytes.load(Ordering::Relaxed) > PENDING_BYTES)
+                    && !stop.load(Ordering::Relaxed)
+                {
+                    done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(done);
+                let out = map_group(disc, &groups[i], run, f).unwrap_or_else(on_error);
+                pending_bytes.fetch_add(size(&out), Ordering::Relaxed);
+                if tx.send((i, out)).is_err() {
+                    break;
+                }
+            };
+            let spawn_all = || {
+                rayon::scope(|s| {
+                    for _ in 0..threads {
+                        let tx = tx.clone();
+                        s.spawn(move |_| worker(tx));
+                    }
+                })
+            };
+            match &run.pool {
+                Some(pool) => pool.install(spawn_all),
+                None => spawn_all(),
+            }
+            drop(tx);
+        });
+        let mut pending: std::collections::BTreeMap<usize, R> = std::collections::BTreeMap::new();
+        let mut expect = 0usize;
+        for (i, out) in rx {
+            pending.insert(i, out);
+            while let Some(out) = pending.remove(&expect) {
+                expect += 1;
+                pending_bytes.fetch_sub(size(&out), Ordering::Relaxed);
+                if result.is_ok() {
+                    result = sink(out);
+                    if result.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                *written.0.lock().unwrap_or_else(|e| e.into_inner()) = expect;
+                written.1.notify_all();
+            }
+        }
+    });
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

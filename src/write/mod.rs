@@ -102,14 +102,6 @@ pub struct AssembleSummary {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Sessions the workers may be ahead of the writer, per worker thread.
-const WINDOW_PER_THREAD: usize = 16;
-
-/// Output bytes waiting for the writer above which workers only stay one
-/// session each ahead of it (a session's all-turns batch output can be tens
-/// of MB).
-const PENDING_BYTES: usize = 32 << 20;
-
 thread_local! {
     static CACHE: RefCell<SegmentCache> = RefCell::new(SegmentCache::default());
 }
@@ -170,11 +162,6 @@ struct SessionOut {
     pipeline: Option<PipelineReport>,
 }
 
-/// Map every session in parallel and hand the results to `sink` in
-/// discovery order as soon as each is ready, so writing overlaps the work.
-/// Workers stay at most [`WINDOW_PER_THREAD`] × threads sessions ahead of
-/// the writer, and one session each once [`PENDING_BYTES`] of output wait:
-/// memory is bounded by that window, not by the corpus.
 impl SessionOut {
     /// Bytes of output it holds.
     fn size(&self) -> usize {
@@ -182,94 +169,30 @@ impl SessionOut {
     }
 }
 
+/// Every session's output, streamed to `sink` in discovery order by the
+/// corpus runner ([`crate::corpus::stream_sessions`]), with the summary
+/// counted on the way.
 fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
     mut sink: impl FnMut(SessionOut) -> io::Result<()>,
     f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::{Condvar, Mutex, mpsc};
-    let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads()).max(1);
-    let window = threads * WINDOW_PER_THREAD;
-    let groups = &disc.groups;
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let pending_bytes = AtomicUsize::new(0);
-    let written = (Mutex::new(0usize), Condvar::new());
     let mut summary = AssembleSummary::default();
-    let mut result: io::Result<()> = Ok(());
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(usize, SessionOut)>();
-        let (next, stop, written, f, pending_bytes) = (&next, &stop, &written, &f, &pending_bytes);
-        scope.spawn(move || {
-            let worker = |tx: mpsc::Sender<(usize, SessionOut)>| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= groups.len() || stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                // Wait while too far ahead of the writer: more than `threads`
-                // sessions ahead and either the window is full or the output
-                // waiting to be written is over the byte budget.
-                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
-                while i >= *done + threads
-                    && (i >= *done + window || pending_bytes.load(Ordering::Relaxed) > PENDING_BYTES)
-                    && !stop.load(Ordering::Relaxed)
-                {
-                    done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
-                }
-                drop(done);
-                let out = match crate::corpus::map_group(disc, &groups[i], run, f) {
-                    Ok(out) => out,
-                    Err(diag) => SessionOut { diagnostics: vec![diag], ..SessionOut::default() },
-                };
-                pending_bytes.fetch_add(out.size(), Ordering::Relaxed);
-                if tx.send((i, out)).is_err() {
-                    break;
-                }
-            };
-            let spawn_all = || {
-                rayon::scope(|s| {
-                    for _ in 0..threads {
-                        let tx = tx.clone();
-                        s.spawn(move |_| worker(tx));
-                    }
-                })
-            };
-            match &run.pool {
-                Some(pool) => pool.install(spawn_all),
-                None => spawn_all(),
-            }
-            drop(tx);
-        });
-        let mut pending: std::collections::BTreeMap<usize, SessionOut> = std::collections::BTreeMap::new();
-        let mut expect = 0usize;
-        for (i, out) in rx {
-            pending.insert(i, out);
-            while let Some(mut out) = pending.remove(&expect) {
-                expect += 1;
-                summary.sessions += 1;
-                summary.recorded_requests += out.recorded;
-                summary.requests_written += out.written;
-                summary.batch_bytes += out.batch_bytes;
-                if let Some(p) = &out.pipeline {
-                    summary.pipeline_sessions += 1;
-                    summary.pipeline.add(p);
-                }
-                summary.diagnostics.append(&mut out.diagnostics);
-                pending_bytes.fetch_sub(out.size(), Ordering::Relaxed);
-                if result.is_ok() {
-                    result = sink(out);
-                    if result.is_err() {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-                *written.0.lock().unwrap_or_else(|e| e.into_inner()) = expect;
-                written.1.notify_all();
-            }
+    let on_error = |diag| SessionOut { diagnostics: vec![diag], ..SessionOut::default() };
+    crate::corpus::stream_sessions(disc, run, SessionOut::size, on_error, f, |mut out: SessionOut| {
+        summary.sessions += 1;
+        summary.recorded_requests += out.recorded;
+        summary.requests_written += out.written;
+        summary.batch_bytes += out.batch_bytes;
+        if let Some(p) = &out.pipeline {
+            summary.pipeline_sessions += 1;
+            summary.pipeline.add(p);
         }
-    });
-    result?;
+        let diagnostics = std::mem::take(&mut out.diagnostics);
+        summary.diagnostics.extend(diagnostics);
+        sink(out)
+    })?;
     summary.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
     Ok(summary)
 }
