@@ -112,7 +112,7 @@ fn benches(c: &mut Criterion) {
                 let (m, _) = ensure_tool_result_pairing(bump, &m);
                 let (mut m, _) = media::limit_media(bump, &m);
                 let cc = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("ephemeral"))]));
-                breakpoints::add_cache_breakpoints(bump, &mut m, cc);
+                breakpoints::add_cache_breakpoints(bump, &mut m, cc, 1);
                 m.len()
             })
         })

@@ -25,6 +25,7 @@ use crate::assemble::{Assembler, assemble_session_as};
 use crate::corpus::{RunOptions, for_each_session_of};
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
+pub use crate::json::diff::first_difference;
 use crate::write::body::SegmentCache;
 use crate::write::body::write_body;
 use base64::Engine;
@@ -171,40 +172,6 @@ impl VerifyReport {
             && self.hash_matches == self.messages_hashed
             && self.wire_byte_equal == self.wire_compared
             && wire_proven
-    }
-}
-
-/// The first JSON path where `got` differs from `expected`.
-pub fn first_difference(expected: &Value, got: &Value, path: &mut String) -> Option<(String, Value, Value)> {
-    match (expected, got) {
-        (Value::Object(a), Value::Object(b)) => {
-            for (k, va) in a {
-                let len = path.len();
-                path.push('.');
-                path.push_str(k);
-                let d = match b.get(k) {
-                    Some(vb) => first_difference(va, vb, path),
-                    None => Some((path.clone(), va.clone(), Value::Null)),
-                };
-                if d.is_some() {
-                    return d;
-                }
-                path.truncate(len);
-            }
-            b.iter().find(|(k, _)| !a.contains_key(*k)).map(|(k, vb)| (format!("{path}.{k}"), Value::Null, vb.clone()))
-        }
-        (Value::Array(a), Value::Array(b)) => {
-            for (i, (va, vb)) in a.iter().zip(b).enumerate() {
-                let len = path.len();
-                path.push_str(&format!("[{i}]"));
-                if let Some(d) = first_difference(va, vb, path) {
-                    return Some(d);
-                }
-                path.truncate(len);
-            }
-            (a.len() != b.len()).then(|| (format!("{path}.length"), Value::from(a.len()), Value::from(b.len())))
-        }
-        _ => (expected != got).then(|| (path.clone(), expected.clone(), got.clone())),
     }
 }
 
@@ -438,7 +405,6 @@ fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn user_id_in_both_forms() {
@@ -458,17 +424,5 @@ mod tests {
         assert_eq!(parse_user_id(with_account), (Some("ab".into()), Some("9c".into())));
         assert_eq!(parse_user_id("someone"), (None, None));
         assert_eq!(parse_user_id("user_ab_account_x_session_"), (Some("ab".into()), None));
-    }
-
-    #[test]
-    fn first_difference_names_the_path() {
-        let a = json!({"model":"m","messages":[{"role":"user","content":"a"},{"role":"assistant"}]});
-        let b = json!({"model":"m","messages":[{"role":"user","content":"b"},{"role":"assistant"}]});
-        let d = first_difference(&a, &b, &mut "$".to_string()).unwrap();
-        assert_eq!(d, ("$.messages[0].content".to_string(), json!("a"), json!("b")));
-        let c = json!({"model":"m","messages":[{"role":"user","content":"a"}]});
-        let d = first_difference(&a, &c, &mut "$".to_string()).unwrap();
-        assert_eq!(d.0, "$.messages.length");
-        assert!(first_difference(&a, &a.clone(), &mut "$".to_string()).is_none());
     }
 }

@@ -126,7 +126,68 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         Some(req) => from_wire(path, req)?,
         None => from_transcript(path, &lines)?,
     };
-    build(path, cap, env)
+    let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
+    let mut profile = build(path, cap, env, &held)?;
+    // Breakpoints on more than the last message (2.0.77: the last two) show
+    // only in a request of several messages: count them over the capture.
+    let marked = |m: &Value| {
+        m.get("content").and_then(Value::as_array).is_some_and(|c| c.iter().any(|b| b.get("cache_control").is_some()))
+    };
+    let most = lines
+        .iter()
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .map(|ms| ms.iter().filter(|m| marked(m)).count())
+        .max()
+        .unwrap_or(1);
+    if wire.is_some() && most > profile.layout.message_breakpoints {
+        profile.layout.message_breakpoints = most;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
+    Ok(profile)
+}
+
+/// The transcripts written beside a capture (`<dir>/transcripts/**.jsonl`,
+/// the captures' layout), as text: what they hold is not something the
+/// client prepended.
+fn transcripts_beside(wire: &Path) -> Vec<String> {
+    let Some(dir) = wire.parent().map(|d| d.join("transcripts")) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl")
+                && let Ok(t) = std::fs::read_to_string(&p)
+            {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// Up to 60 characters of each value from just before where they first
+/// differ (strings), or each value cut to 160 characters.
+fn around_difference(want: &Value, got: &Value) -> (String, String) {
+    match (want.as_str(), got.as_str()) {
+        (Some(w), Some(g)) => {
+            let at = w.chars().zip(g.chars()).take_while(|(a, b)| a == b).count().saturating_sub(20);
+            let cut = |s: &str| s.chars().skip(at).take(60).collect::<String>();
+            (cut(w), cut(g))
+        }
+        _ => (crate::diag::clip(&want.to_string(), 160), crate::diag::clip(&got.to_string(), 160)),
+    }
+}
+
+/// Whether `text` is written in one of the transcripts (JSON-escaped, as
+/// a transcript line holds it).
+fn held_by(held: &[String], text: &str) -> bool {
+    let escaped = serde_json::to_string(text).unwrap_or_default();
+    let inner = escaped.trim_start_matches('"').trim_end_matches('"');
+    !inner.is_empty() && held.iter().any(|t| t.contains(inner))
 }
 
 fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileError> {
@@ -407,14 +468,20 @@ fn templatize(text: &str, f: &Facts, model: &str, models: &[ModelInfo]) -> Strin
 }
 
 /// The gitStatus value as a template.
-fn git_template(value: &str) -> GitStatusTemplate {
+/// `main_branch`: the session's, as the snapshot knows it; a captured main
+/// branch that is not it (2.0.77 shows none without a remote) stays
+/// literal, a release's own rule.
+fn git_template(value: &str, main_branch: Option<&str>) -> GitStatusTemplate {
     let paras: Vec<String> = value
         .split("\n\n")
         .map(|p| {
             if p.starts_with("Current branch: ") {
                 "Current branch: {{branch}}".to_string()
-            } else if p.starts_with("Main branch") && p.contains(": ") {
-                format!("{}: {{{{main_branch}}}}", p.rsplit_once(": ").map_or(p, |(h, _)| h))
+            } else if p.starts_with("Main branch")
+                && let Some((head, shown)) = p.rsplit_once(": ")
+                && main_branch.is_none_or(|m| m == shown)
+            {
+                format!("{head}: {{{{main_branch}}}}")
             } else if p.starts_with("Git user: ") {
                 "Git user: {{git_user}}".to_string()
             } else if p.starts_with("Status:\n") {
@@ -434,9 +501,52 @@ fn git_template(value: &str) -> GitStatusTemplate {
     }
 }
 
+/// A prompt text without its last `gitStatus: ` section, and that section's
+/// template.
+fn split_git_status(dynamic: String, main_branch: Option<&str>) -> (String, Option<GitStatusTemplate>) {
+    match dynamic.rfind("\n\ngitStatus: ") {
+        Some(g) => {
+            let value = &dynamic[g + "\n\ngitStatus: ".len()..];
+            let value = value.split("\ncacheBreaker: ").next().unwrap_or(value);
+            let git = git_template(value, main_branch);
+            (dynamic[..g].to_string(), Some(git))
+        }
+        None => (dynamic, None),
+    }
+}
+
 /// The user-context reminder among the first message's texts, and the date
-/// it shows.
-fn user_context_template(texts: &[String], f: &Facts) -> Option<(UserContextTemplate, String)> {
+/// it shows: with a `# currentDate` section (2.1.88), or of a `# claudeMd`
+/// section alone (2.0.x), which is cut where the session's rendered memory
+/// files end (so it needs the capture's environment).
+fn user_context_template(
+    texts: &[String],
+    f: &Facts,
+    env: Option<&SessionEnv>,
+) -> Option<(UserContextTemplate, String)> {
+    if let Some(found) = dated_user_context(texts, f) {
+        return Some(found);
+    }
+    let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
+    let env = env?;
+    let project_dir = env.project_dir.clone();
+    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
+    roots.project_dir = project_dir;
+    roots.home_claude_dir = env.home_claude_dir.clone();
+    let claude_md = crate::env::memory::load(&roots).render_claude_md()?;
+    let section = format!("# claudeMd\n{claude_md}");
+    let at = t.find(&section)?;
+    let tpl = UserContextTemplate {
+        head: t[..at].to_string(),
+        claude_md: "# claudeMd\n{{claude_md}}".into(),
+        current_date: String::new(),
+        tail: t[at + section.len()..].to_string(),
+    };
+    Some((tpl, f.date.clone().unwrap_or_default()))
+}
+
+/// The 2.1.88 form: the reminder with a `# currentDate` section.
+fn dated_user_context(texts: &[String], f: &Facts) -> Option<(UserContextTemplate, String)> {
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# currentDate\n"))?;
     let first = t.find("\n# ")?;
     let head = &t[..=first];
@@ -510,7 +620,7 @@ fn skills_template(texts: &[String], env: Option<&SessionEnv>) -> Option<SkillsT
     Some(tpl)
 }
 
-fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile, ProfileError> {
+fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -> Result<Profile, ProfileError> {
     let text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
     let is_global = |b: &Value| b["cache_control"]["scope"] == "global";
     // The layout of the built-in profile whose block split the capture
@@ -534,31 +644,43 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>) -> Result<Profile,
             return Err(err(path, format!("the captured text already contains {name}: cannot template it")));
         }
     }
+    let main_branch = facts.git.as_ref().map(|g| g.main_branch.as_str());
     let (static_text, dynamic_text, git_status) = match boundary {
         true => {
             let i = cap.system.iter().position(is_global).unwrap_or(0);
-            let dynamic = cap.system.get(i + 1).map(text).unwrap_or_default();
-            let (dynamic, git) = match dynamic.rfind("\n\ngitStatus: ") {
-                Some(g) => {
-                    let value = &dynamic[g + "\n\ngitStatus: ".len()..];
-                    let value = value.split("\ncacheBreaker: ").next().unwrap_or(value);
-                    (dynamic[..g].to_string(), Some(git_template(value)))
-                }
-                None => (dynamic, None),
-            };
+            let (dynamic, git) = split_git_status(cap.system.get(i + 1).map(text).unwrap_or_default(), main_branch);
             (text(&cap.system[i]), dynamic, git)
         }
         false => {
             let rest: Vec<String> = cap.system.iter().skip(1).map(text).collect();
-            (String::new(), rest.join("\n\n"), None)
+            let (dynamic, git) = split_git_status(rest.join("\n\n"), main_branch);
+            (String::new(), dynamic, git)
         }
     };
+    // The capture's own choices where they differ from the built-in
+    // layout's: gitStatus as the prompt's last section (2.0.x), the user
+    // context as a prepended reminder.
+    let mut layout = layout;
+    let builtin_layout = layout.clone();
+    layout.system_context_in_prompt |= git_status.is_some();
+    let user_context = user_context_template(&cap.first_texts, &facts, env);
+    // Prepended by the client, not an attachment the transcript holds.
+    let prepended = |_: &(UserContextTemplate, String)| {
+        cap.first_texts.iter().any(|t| {
+            t.starts_with("<system-reminder>")
+                && (t.contains("\n# claudeMd\n") || t.contains("\n# currentDate\n"))
+                && !held_by(held, t)
+        })
+    };
+    layout.user_context_message |= user_context.as_ref().is_some_and(prepended);
+    if layout != builtin_layout {
+        layout.name = format!("cc-{}", cap.version);
+    }
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
     let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
     if prefix == seed.cli_prefix.sdk_with_append {
         return Err(err(path, "the capture was run with --append-system-prompt: extract from one without it"));
     }
-    let user_context = user_context_template(&cap.first_texts, &facts);
     let header = cap.header.clone().unwrap_or_default();
     let suffix_of = |s: SuffixText| billing_suffix(BILLING_SALT, s.pick(&refs(&cap.first_texts)), &cap.version);
     let default_suffix = if boundary { SuffixText::FirstText } else { SuffixText::FirstNonReminder };
@@ -636,11 +758,20 @@ fn check_round_trip(
     let sections = effective_system_prompt(p, &env, &cap.model, &PromptChoice::default(), &sys_ctx);
     let prefix = cli_prefix(p, true, false);
     let got = system_blocks::to_json(&system_blocks("", prefix, &sections, p));
-    if got != Value::Array(cap.system.clone()) {
+    let want = Value::Array(cap.system.clone());
+    if got != want {
+        let mut at = String::from("$");
+        let diff = crate::json::diff::first_difference(&want, &got, &mut at);
+        let detail = diff.map_or(String::new(), |(p, w, g)| {
+            let (w, g) = around_difference(&w, &g);
+            format!(": at {p} the capture has {w:?} where it renders {g:?}")
+        });
         return Err(err(
             path,
-            "the extracted profile does not render back to the captured system prompt \
-             (was the capture run with --system-prompt or --append-system-prompt, or with another env?)",
+            format!(
+                "the extracted profile does not render back to the captured system prompt{detail} \
+                 (was the capture run with --system-prompt or --append-system-prompt, or with another env?)"
+            ),
         ));
     }
     if let Some(h) = &cap.header {

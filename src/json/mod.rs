@@ -7,6 +7,7 @@
 //! no per-string heap allocation. Object keys keep their document order (and
 //! duplicates), which later stages need to re-serialize a body byte for byte.
 
+pub mod diff;
 pub mod writer;
 
 use bumpalo::Bump;

@@ -12,7 +12,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// How a release lays its requests out (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Layout {
     /// The layout's name, for messages (`seed`, `cc-2.1.328`).
@@ -50,6 +50,33 @@ pub struct Layout {
     /// Params copied into every `role: "system"` message when the system
     /// prompt comes from the session's shapes (2.1.328: `output_config`).
     pub system_message_params: Vec<String>,
+    /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
+    #[serde(default = "one")]
+    pub message_breakpoints: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+impl Default for Layout {
+    /// Every choice off, one message breakpoint.
+    fn default() -> Self {
+        Layout {
+            name: String::new(),
+            system_from_shape: false,
+            dynamic_boundary: false,
+            system_context_in_prompt: false,
+            user_context_message: false,
+            skills_per_process: false,
+            todo_reminder: false,
+            rules_after_read: false,
+            attachments_into_tool_result: false,
+            system_attachments_as_user: false,
+            system_message_params: Vec::new(),
+            message_breakpoints: one(),
+        }
+    }
 }
 
 /// `layout` as a profile file may write it: the fields, or a built-in's

@@ -1,11 +1,12 @@
 //! Cache breakpoints on messages (SPEC.md stage 4, `addCacheBreakpoints`).
 //!
-//! Both captured releases put exactly one `cache_control` in the message
-//! list: on the last block of the last message (2.1.88 and 2.1.328, every
-//! request of the 28 captured scenarios; the `system` message of 2.1.328's
-//! first request gets it when it is last). A block the API refuses to mark
-//! — thinking, redacted thinking, empty text — is skipped for the block
-//! before it.
+//! 2.1.88 and 2.1.328 put exactly one `cache_control` in the message list:
+//! on the last block of the last message (every request of the 28 captured
+//! scenarios; the `system` message of 2.1.328's first request gets it when
+//! it is last). 2.0.77 marks the last two messages so (the profile's
+//! `layout.message_breakpoints`; `tests/fixtures/cc-2.0.77`). A block the
+//! API refuses to mark — thinking, redacted thinking, empty text — is
+//! skipped for the block before it.
 
 use super::normalize::with_member;
 use crate::json::Json;
@@ -19,10 +20,20 @@ fn can_carry(b: &Json<'_>) -> bool {
     }
 }
 
-/// Put `cache_control: value` on the last markable block of the last
-/// message; returns whether one was placed.
-pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>) -> bool {
-    let Some(last) = messages.last_mut() else { return false };
+/// Put `cache_control: value` on the last markable block of each of the
+/// last `count` messages; returns whether the last message got one.
+pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>, count: usize) -> bool {
+    let n = messages.len();
+    let mut last_marked = false;
+    for (k, m) in messages.iter_mut().enumerate().skip(n.saturating_sub(count)) {
+        let marked = mark(bump, m, value);
+        last_marked = k + 1 == n && marked;
+    }
+    last_marked
+}
+
+/// Mark the last markable block of message `m`.
+fn mark<'a>(bump: &'a Bump, last: &mut &'a Json<'a>, value: Json<'a>) -> bool {
     let Some(Json::Arr(blocks)) = last.get("content") else { return false };
     let Some(i) = blocks.iter().rposition(can_carry) else { return false };
     let Some(block) = with_member(bump, &blocks[i], "cache_control", value) else { return false };
@@ -50,12 +61,20 @@ mod tests {
         );
         let cc = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("ephemeral"))]));
         let mut msgs = vec![m];
-        assert!(add_cache_breakpoints(&bump, &mut msgs, cc));
+        assert!(add_cache_breakpoints(&bump, &mut msgs, cc, 1));
         assert_eq!(
             msgs[0].to_compact_string(),
             r#"{"role":"user","content":[{"type":"text","text":"a"},{"type":"tool_result","tool_use_id":"t","content":"x","cache_control":{"type":"ephemeral"}},{"type":"text","text":""}]}"#
         );
+        // Two breakpoints (2.0.77): the last two messages each get one.
+        let a: &Json = bump.alloc(
+            LineParser::new().parse(&bump, br#"{"role":"assistant","content":[{"type":"text","text":"b"}]}"#).unwrap(),
+        );
+        let mut two = vec![m, a, m];
+        assert!(add_cache_breakpoints(&bump, &mut two, cc, 2));
+        let marked: Vec<bool> = two.iter().map(|x| x.to_compact_string().contains("cache_control")).collect();
+        assert_eq!(marked, [false, true, true]);
         let mut none: Vec<&Json> = vec![];
-        assert!(!add_cache_breakpoints(&bump, &mut none, cc));
+        assert!(!add_cache_breakpoints(&bump, &mut none, cc, 1));
     }
 }

@@ -92,7 +92,13 @@ pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     if ctx.claude_md.is_some() {
         sections.push(template::render(&t.claude_md, &vars));
     }
-    sections.push(template::render(&t.current_date, &vars));
+    // A release without a currentDate section (2.0.x) has an empty one.
+    if !t.current_date.is_empty() {
+        sections.push(template::render(&t.current_date, &vars));
+    }
+    if sections.is_empty() {
+        return String::new();
+    }
     format!("{}{}{}", t.head, sections.join("\n"), t.tail)
 }
 

@@ -74,6 +74,8 @@ pub struct Plan {
     pub attachments_into_tool_result: bool,
     /// The message breakpoint's `cache_control` value.
     pub cache_control: serde_json::Value,
+    /// How many of the last messages get a breakpoint (2.0.77: 2).
+    pub message_breakpoints: usize,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
 }
@@ -97,6 +99,7 @@ impl Plan {
             system_attachments_as_user: l.system_attachments_as_user,
             attachments_into_tool_result: l.attachments_into_tool_result,
             cache_control: serde_json::json!({"type": "ephemeral"}),
+            message_breakpoints: l.message_breakpoints,
             model: None,
         }
     }

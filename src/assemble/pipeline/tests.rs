@@ -91,7 +91,12 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let header = billing::billing_header(&cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
                 let _ = writeln!(t, "    billing: {header}");
                 share::share_with_previous(&mut messages, &mut st.prev_turn);
-                breakpoints::add_cache_breakpoints(bump, &mut messages, statics.cache_control);
+                breakpoints::add_cache_breakpoints(
+                    bump,
+                    &mut messages,
+                    statics.cache_control,
+                    plan.message_breakpoints,
+                );
                 let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
                 for m in &messages {
                     let _ = writeln!(t, "    message {}", message_line(m));
