@@ -146,6 +146,56 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
     Ok(profile)
 }
 
+/// One profile from several captures of one release (each with its own
+/// environment): the first capture's, with what the others show that it
+/// cannot (`hello` has no CLAUDE.md, so no claudeMd reminder; a request of
+/// one message shows no second breakpoint): their layout choices, user
+/// context, gitStatus and skills templates and models.
+pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profile, ProfileError> {
+    let Some(((first, env), rest)) = captures.split_first() else {
+        return Err(err(Path::new("-"), "no capture given"));
+    };
+    let mut merged = extract(first, *env)?;
+    for (path, env) in rest {
+        let other = extract(path, *env)?;
+        if other.version != merged.version {
+            return Err(err(
+                path,
+                format!(
+                    "is a capture of {}, the first of {}: one profile is one release",
+                    other.version, merged.version
+                ),
+            ));
+        }
+        merge(&mut merged, other);
+    }
+    Ok(merged)
+}
+
+/// Add to `into` what `other`, a capture of the same release, shows.
+fn merge(into: &mut Profile, other: Profile) {
+    let (l, o) = (&mut into.layout, &other.layout);
+    let before = l.clone();
+    l.system_context_in_prompt |= o.system_context_in_prompt;
+    l.user_context_message |= o.user_context_message;
+    l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
+    if *l != before {
+        l.name = format!("cc-{}", into.version);
+    }
+    into.user_context = into.user_context.take().or(other.user_context);
+    into.git_status = into.git_status.take().or(other.git_status);
+    into.skills = into.skills.take().or(other.skills);
+    for m in other.models {
+        if !into.models.iter().any(|x| x.id == m.id) {
+            into.models.push(m);
+        }
+    }
+    if let Some(p) = other.extracted_from {
+        let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
+        into.extracted_from = Some(joined);
+    }
+}
+
 /// The transcripts written beside a capture (`<dir>/transcripts/**.jsonl`,
 /// the captures' layout), as text: what they hold is not something the
 /// client prepended.

@@ -234,12 +234,16 @@ pub enum ProfileCommand {
 
 #[derive(Args)]
 pub struct ExtractArgs {
-    /// A wire.jsonl capture or a transcript with api-request-shape entries.
-    pub path: PathBuf,
+    /// A wire.jsonl capture or a transcript with api-request-shape entries;
+    /// several captures of one release are merged into one profile (what
+    /// each shows that the first cannot).
+    #[arg(required = true, num_args = 1..)]
+    pub paths: Vec<PathBuf>,
     /// The capture's environment (env/ layout), to name its values as
-    /// template variables [default: inferred from the text].
+    /// template variables [default: inferred from the text]; repeat it,
+    /// in order, once per capture.
     #[arg(long)]
-    pub env: Option<PathBuf>,
+    pub env: Vec<PathBuf>,
     /// Output file (`-` = stdout).
     #[arg(short, long, default_value = "-")]
     pub output: PathBuf,

@@ -136,3 +136,56 @@ fn issue_12_2_0_77_bash_tool_main_requests_are_rebuilt_byte_equal() {
     let equal: Vec<&str> = v["mismatches"].as_array().unwrap().iter().filter_map(|m| m["request"].as_str()).collect();
     assert!(equal.iter().all(|r| r.matches('_').count() == 2), "only agent requests differ: {equal:?}");
 }
+
+#[test]
+fn issue_12_one_profile_from_several_captures_of_a_release() {
+    // hello alone cannot show the claudeMd reminder or the second
+    // breakpoint; merged with bash-tool, one profile rebuilds the main
+    // requests of both captures byte for byte.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cc-2.0.77.json");
+    let f = "tests/fixtures/cc-2.0.77";
+    let o = crate::common::ctxasm(&[
+        "profile",
+        "extract",
+        &format!("{f}/hello/wire.jsonl"),
+        &format!("{f}/bash-tool/wire.jsonl"),
+        "--env",
+        &format!("{f}/hello/env"),
+        "--env",
+        &format!("{f}/bash-tool/env"),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let profile = out.to_str().unwrap();
+    for (scenario, want) in [("hello", [4, 1, 1, 3, 1]), ("bash-tool", [5, 5, 2, 0, 2])] {
+        let env = format!("{f}/{scenario}/env");
+        let (code, v) =
+            verify_scenario("cc-2.0.77", scenario, &["--mode", "pipeline", "--profile", profile, "--env", &env]);
+        assert_eq!((code, counts(&v)), (Some(1), want), "{scenario}: {v}");
+    }
+    // One profile is one release; one --env per capture.
+    let o = crate::common::ctxasm(&[
+        "profile",
+        "extract",
+        &format!("{f}/hello/wire.jsonl"),
+        "tests/fixtures/cc-1.0.128/hello/wire.jsonl",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("one profile is one release"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = crate::common::ctxasm(&[
+        "profile",
+        "extract",
+        &format!("{f}/hello/wire.jsonl"),
+        &format!("{f}/bash-tool/wire.jsonl"),
+        "--env",
+        &format!("{f}/hello/env"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("one --env per capture"));
+}

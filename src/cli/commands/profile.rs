@@ -6,10 +6,20 @@ use crate::cli::output;
 use std::io::Write;
 
 pub fn extract(args: &ExtractArgs) -> anyhow::Result<Outcome> {
-    let env = args.env.as_deref().map(ctxasm::env::SessionEnv::from_dir).transpose()?;
+    if !args.env.is_empty() && args.env.len() != args.paths.len() {
+        anyhow::bail!(
+            "profile extract: {} captures and {} --env: give one --env per capture, in order, or none",
+            args.paths.len(),
+            args.env.len()
+        );
+    }
+    let envs: Vec<ctxasm::env::SessionEnv> =
+        args.env.iter().map(|d| ctxasm::env::SessionEnv::from_dir(d)).collect::<Result<_, _>>()?;
+    let captures: Vec<(&std::path::Path, Option<&ctxasm::env::SessionEnv>)> =
+        args.paths.iter().enumerate().map(|(i, p)| (p.as_path(), envs.get(i))).collect();
     // A capture that does not hold a profile is a finding about the data
     // (status 1), not bad usage.
-    let profile = match ctxasm::assemble::extract::extract(&args.path, env.as_ref()) {
+    let profile = match ctxasm::assemble::extract::extract_merged(&captures) {
         Ok(p) => p,
         Err(e) => return Ok(exit::problem(e)),
     };
@@ -24,7 +34,7 @@ pub fn extract(args: &ExtractArgs) -> anyhow::Result<Outcome> {
         profile.tools.len(),
         profile.prompt.static_sections.len(),
         profile.prompt.dynamic_sections.len(),
-        args.path.display()
+        args.paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
     );
     Ok(Outcome::Clean)
 }
