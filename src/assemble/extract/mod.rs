@@ -1,0 +1,357 @@
+//! Extract a [`Profile`] from a capture: the first `/v1/messages` request of
+//! a `wire.jsonl`, or the first recorded request (`api-request-shape` +
+//! `api-request`) of a 2.1.3xx transcript.
+//!
+//! The session's own values are replaced by template variables: the auto
+//! memory path (`{{home}}/.claude/projects/{{project_slug}}/memory/`), the
+//! working directory and home, the environment lines (`- Label: value` lines
+//! whose value is the session's git flag, platform, shell or OS version),
+//! the model line (marketing name and id) and the knowledge cutoff, the
+//! gitStatus paragraphs (branch, main branch, git user, status, recent
+//! commits) and the date of the user-context reminder. The values come from
+//! the session's [`SessionEnv`], or without one are read back from the text
+//! (`Primary working directory:`, the memory path, `Platform:`, …).
+//!
+//! A profile extracted from a `wire.jsonl` is rendered back with the same
+//! environment and model and compared with the capture before it is
+//! returned, so an extraction that would not reproduce its own capture (for
+//! instance one run with `--system-prompt`) is an error. Checked on
+//! `tests/fixtures/cc-2.1.88/hello` (every other 2.1.88 request is then
+//! rebuilt from it, `tests/it/system_side.rs`) and `tests/fixtures/cc-2.1.328/hello`.
+//!
+//! [`capture`] reads a capture, [`templates`] turns its text into templates;
+//! this module builds, merges and checks the profile.
+
+use super::pipeline::contexts::{self, UserContext};
+use super::pipeline::system_blocks::{self, system_blocks};
+use super::pipeline::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
+use super::wire::{BILLING_SALT, billing_suffix};
+use crate::env::SessionEnv;
+use crate::profile::{
+    Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, Layout, Profile, ProfileError, PromptTemplate,
+    SuffixText, SystemCache, template,
+};
+use serde_json::Value;
+use std::path::Path;
+
+mod capture;
+mod templates;
+
+use capture::*;
+use templates::*;
+
+fn err(path: &Path, message: impl Into<String>) -> ProfileError {
+    ProfileError::Extract { path: path.into(), message: message.into() }
+}
+
+/// Extract a profile from `path` (a `wire.jsonl`, or a transcript with
+/// recorded requests) with the session's environment when known (see the
+/// module docs).
+pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+    let mut lines: Vec<Value> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        lines.push(serde_json::from_str(line).map_err(|source| ProfileError::Json { path: path.into(), source })?);
+    }
+    let wire = lines.iter().find(|v| {
+        v.get("body").and_then(|b| b.get("messages")).is_some()
+            && v.get("path")
+                .and_then(Value::as_str)
+                .is_none_or(|p| p.starts_with("/v1/messages") && !p.contains("count"))
+    });
+    let cap = match wire {
+        Some(req) => from_wire(path, req)?,
+        None => from_transcript(path, &lines)?,
+    };
+    let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
+    let mut profile = build(path, cap, env, &held)?;
+    // Breakpoints on more than the last message (2.0.77: the last two) show
+    // only in a request of several messages: count them over the capture.
+    let marked = |m: &Value| {
+        m.get("content").and_then(Value::as_array).is_some_and(|c| c.iter().any(|b| b.get("cache_control").is_some()))
+    };
+    let most = lines
+        .iter()
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .map(|ms| ms.iter().filter(|m| marked(m)).count())
+        .max()
+        .unwrap_or(1);
+    if wire.is_some() && most > profile.layout.message_breakpoints {
+        profile.layout.message_breakpoints = most;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
+    Ok(profile)
+}
+
+/// One profile from several captures of one release (each with its own
+/// environment): the first capture's, with what the others show that it
+/// cannot (`hello` has no CLAUDE.md, so no claudeMd reminder; a request of
+/// one message shows no second breakpoint): their layout choices, user
+/// context, gitStatus and skills templates and models.
+pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profile, ProfileError> {
+    let Some(((first, env), rest)) = captures.split_first() else {
+        return Err(err(Path::new("-"), "no capture given"));
+    };
+    let mut merged = extract(first, *env)?;
+    for (path, env) in rest {
+        let other = extract(path, *env)?;
+        if other.version != merged.version {
+            return Err(err(
+                path,
+                format!(
+                    "is a capture of {}, the first of {}: one profile is one release",
+                    other.version, merged.version
+                ),
+            ));
+        }
+        merge(&mut merged, other);
+    }
+    Ok(merged)
+}
+
+/// Add to `into` what `other`, a capture of the same release, shows.
+fn merge(into: &mut Profile, other: Profile) {
+    let (l, o) = (&mut into.layout, &other.layout);
+    let before = l.clone();
+    l.system_context_in_prompt |= o.system_context_in_prompt;
+    l.user_context_message |= o.user_context_message;
+    l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
+    if *l != before {
+        l.name = format!("cc-{}", into.version);
+    }
+    into.user_context = into.user_context.take().or(other.user_context);
+    into.git_status = into.git_status.take().or(other.git_status);
+    into.skills = into.skills.take().or(other.skills);
+    for m in other.models {
+        if !into.models.iter().any(|x| x.id == m.id) {
+            into.models.push(m);
+        }
+    }
+    if let Some(p) = other.extracted_from {
+        let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
+        into.extracted_from = Some(joined);
+    }
+}
+
+/// Up to 60 characters of each value from just before where they first
+/// differ (strings), or each value cut to 160 characters.
+fn around_difference(want: &Value, got: &Value) -> (String, String) {
+    match (want.as_str(), got.as_str()) {
+        (Some(w), Some(g)) => {
+            let at = w.chars().zip(g.chars()).take_while(|(a, b)| a == b).count().saturating_sub(20);
+            let cut = |s: &str| s.chars().skip(at).take(60).collect::<String>();
+            (cut(w), cut(g))
+        }
+        _ => (crate::diag::clip(&want.to_string(), 160), crate::diag::clip(&got.to_string(), 160)),
+    }
+}
+
+/// The static text, the dynamic text without its gitStatus section, and
+/// that section's template.
+fn prompt_parts(cap: &Capture, facts: &Facts, boundary: bool) -> (String, String, Option<GitStatusTemplate>) {
+    let text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+    let main_branch = facts.git.as_ref().map(|g| g.main_branch.as_str());
+    if boundary {
+        let i = cap.system.iter().position(|b| b["cache_control"]["scope"] == "global").unwrap_or(0);
+        let (dynamic, git) = split_git_status(cap.system.get(i + 1).map(text).unwrap_or_default(), main_branch);
+        (text(&cap.system[i]), dynamic, git)
+    } else {
+        let rest: Vec<String> = cap.system.iter().skip(1).map(text).collect();
+        let (dynamic, git) = split_git_status(rest.join("\n\n"), main_branch);
+        (String::new(), dynamic, git)
+    }
+}
+
+/// The built-in `layout` with the capture's own choices where they differ:
+/// gitStatus as the prompt's last section (2.0.x), the user context as a
+/// prepended reminder (one the transcripts beside it do not hold). A
+/// changed layout is named after the release.
+fn captured_layout(
+    mut layout: Layout,
+    cap: &Capture,
+    git_in_prompt: bool,
+    user_context: bool,
+    held: &[String],
+) -> Layout {
+    let builtin = layout.clone();
+    layout.system_context_in_prompt |= git_in_prompt;
+    let prepended = cap.first_texts.iter().any(|t| {
+        t.starts_with("<system-reminder>")
+            && (t.contains("\n# claudeMd\n") || t.contains("\n# currentDate\n"))
+            && !held_by(held, t)
+    });
+    layout.user_context_message |= user_context && prepended;
+    if layout != builtin {
+        layout.name = format!("cc-{}", cap.version);
+    }
+    layout
+}
+
+fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -> Result<Profile, ProfileError> {
+    let text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+    let is_global = |b: &Value| b["cache_control"]["scope"] == "global";
+    // The layout of the built-in profile whose block split the capture
+    // shows: a block of global cache scope is the static/dynamic boundary.
+    let boundary = cap.system.iter().any(is_global);
+    let layout = Profile::load(if boundary { "seed" } else { "cc-2.1.328" })?.layout;
+    let seed = Profile::load("seed")?;
+    let mut cli = seed.cli_prefix.clone();
+    let prefix = cap.system.first().map(text).unwrap_or_default();
+    if ![&cli.default, &cli.sdk, &cli.sdk_with_append].contains(&&prefix) {
+        cli = CliPrefixes { sdk: prefix.clone(), ..cli };
+    }
+    let facts = match env {
+        Some(e) => Facts::from_env(e),
+        None => infer_facts(&cap.texts),
+    };
+    let mut models = cap.models.clone();
+    scan_models(&cap.texts, &cap.model, &mut models);
+    for t in &cap.texts {
+        if let Some(name) = template::mentions_any(t, DYNAMIC_VARS).or_else(|| template::mentions_any(t, GIT_VARS)) {
+            return Err(err(path, format!("the captured text already contains {name}: cannot template it")));
+        }
+    }
+    let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
+    let user_context = user_context_template(&cap.first_texts, &facts, env);
+    let layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
+    let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
+    if prefix == seed.cli_prefix.sdk_with_append {
+        return Err(err(path, "the capture was run with --append-system-prompt: extract from one without it"));
+    }
+    let header = cap.header.clone().unwrap_or_default();
+    let suffix_of = |s: SuffixText| billing_suffix(BILLING_SALT, s.pick(&refs(&cap.first_texts)), &cap.version);
+    let default_suffix = if boundary { SuffixText::FirstText } else { SuffixText::FirstNonReminder };
+    let suffix_text = [default_suffix, SuffixText::FirstText, SuffixText::FirstNonReminder]
+        .into_iter()
+        .find(|s| !header.is_empty() && header.contains(&format!("cc_version={}.{};", cap.version, suffix_of(*s))))
+        .unwrap_or(default_suffix);
+    let cch = header
+        .split_once(&format!("cc_entrypoint={};", cap.entrypoint))
+        .map(|(_, rest)| rest.to_string())
+        .filter(|r| !r.is_empty());
+    let profile = Profile {
+        name: format!("cc-{}", cap.version),
+        layout,
+        version: cap.version.clone(),
+        entrypoint: cap.entrypoint.clone(),
+        extracted_from: Some(path.display().to_string()),
+        notes: format!(
+            "Extracted from {} (model {}). Holds the release's prompt text and tools: do not commit.",
+            path.display(),
+            cap.model
+        ),
+        billing: Billing { salt: BILLING_SALT.into(), cch, suffix_text, header_block: cap.header_block },
+        cli_prefix: cli,
+        prompt: PromptTemplate { static_sections, dynamic_sections },
+        git_status,
+        user_context: user_context.as_ref().map(|(t, _)| t.clone()),
+        skills: skills_template(&cap.first_texts, env),
+        tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
+        params: cap.params.clone(),
+        betas: cap.betas.clone(),
+        models,
+        system_cache: SystemCache::default(),
+        proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
+        reminders: seed.reminders.clone(),
+        metadata: cap.metadata,
+    };
+    check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
+    Ok(profile)
+}
+
+fn refs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Render the profile back for the capture's own session and compare.
+fn check_round_trip(
+    path: &Path,
+    p: &Profile,
+    cap: &Capture,
+    facts: &Facts,
+    env: Option<&SessionEnv>,
+    date: Option<String>,
+) -> Result<(), ProfileError> {
+    let Some(env) = env.cloned().or_else(|| facts.to_env()) else { return Ok(()) };
+    let (_, sys_ctx) = contexts::contexts(p, &env, None);
+    let sections = effective_system_prompt(p, &env, &cap.model, &PromptChoice::default(), &sys_ctx);
+    let prefix = cli_prefix(p, true, false);
+    let got = system_blocks::to_json(&system_blocks("", prefix, &sections, p));
+    let want = Value::Array(cap.system.clone());
+    if got != want {
+        let mut at = String::from("$");
+        let diff = crate::json::diff::first_difference(&want, &got, &mut at);
+        let detail = diff.map_or(String::new(), |(p, w, g)| {
+            let (w, g) = around_difference(&w, &g);
+            format!(": at {p} the capture has {w:?} where it renders {g:?}")
+        });
+        return Err(err(
+            path,
+            format!(
+                "the extracted profile does not render back to the captured system prompt{detail} \
+                 (was the capture run with --system-prompt or --append-system-prompt, or with another env?)"
+            ),
+        ));
+    }
+    if let Some(h) = &cap.header {
+        let text = p.billing.suffix_text.pick(&refs(&cap.first_texts));
+        if &system_blocks::billing_header(p, text) != h {
+            return Err(err(path, format!("the billing header `{h}` is not reproduced")));
+        }
+    }
+    let u = cap.first_texts.iter().find(|t| t.contains("\n# currentDate\n") && !t.contains("\n# claudeMd\n"));
+    if let (Some(u), Some(date)) = (u, date) {
+        let ctx = UserContext { claude_md: None, current_date: date };
+        if &contexts::render_user_context(p, &ctx) != u {
+            return Err(err(path, "the user-context reminder is not reproduced"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_split_and_join_back() {
+        for t in ["\nA\n\n# B\nb\n\n\n\n# C", "x", "", "# A\n\n# B"] {
+            assert_eq!(split_sections(t).join("\n\n"), t, "{t:?}");
+        }
+        assert_eq!(split_sections("a\n\n# B\n\n\n\n# C"), ["a", "# B\n\n", "# C"]);
+    }
+
+    #[test]
+    fn model_table_from_text() {
+        let texts = vec![
+            " - You are powered by the model named Sonnet 4.6. The exact model ID is claude-sonnet-4-6.\n - Assistant knowledge cutoff is August 2025.\n - The most recent Claude model family is Claude 4.5/4.6. Model IDs — Opus 4.6: 'claude-opus-4-6', Sonnet 4.6: 'claude-sonnet-4-6', Haiku 4.5: 'claude-haiku-4-5-20251001'. When building".to_string(),
+        ];
+        let mut m = Vec::new();
+        scan_models(&texts, "claude-sonnet-4-6", &mut m);
+        let got: Vec<(&str, &str, Option<&str>)> =
+            m.iter().map(|m| (m.id.as_str(), m.name.as_str(), m.knowledge_cutoff.as_deref())).collect();
+        assert_eq!(
+            got,
+            [
+                ("claude-sonnet-4-6", "Sonnet 4.6", Some("August 2025")),
+                ("claude-opus-4-6", "Opus 4.6", None),
+                ("claude-haiku-4-5-20251001", "Haiku 4.5", None)
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("wire.jsonl");
+        let e = extract(&p, None).unwrap_err();
+        assert!(matches!(e, ProfileError::Io { .. }) && e.to_string().contains("wire.jsonl"), "{e}");
+        std::fs::write(&p, "{not json\n").unwrap();
+        let e = extract(&p, None).unwrap_err();
+        assert!(matches!(e, ProfileError::Json { .. }) && e.to_string().contains("wire.jsonl"), "{e}");
+        std::fs::write(&p, "{\"type\":\"user\"}\n").unwrap();
+        let e = extract(&p, None).unwrap_err();
+        assert!(matches!(e, ProfileError::Extract { .. }) && e.to_string().contains("wire.jsonl"), "{e}");
+    }
+}
