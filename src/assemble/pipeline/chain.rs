@@ -69,20 +69,23 @@ pub(crate) struct ChainState<'a> {
     pub(crate) scratch: Vec<Piece<'a>>,
 }
 
+/// What every chain of one session shares.
+#[derive(Clone, Copy)]
+pub(crate) struct SessionCtx<'a, 's> {
+    pub(crate) bump: &'a Bump,
+    pub(crate) session: &'s Session<'a, 's>,
+    pub(crate) plan: &'s Plan,
+    pub(crate) statics: &'s Statics<'a>,
+    pub(crate) extras: &'s Extras,
+    pub(crate) identity: &'s RecordOptions,
+}
+
 impl<'a, 's> ChainCtx<'a, 's> {
-    /// The context of chain `file` (`agent_id`: a subagent's chain).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
-        bump: &'a Bump,
-        file: &'s ParsedFile<'a, 's>,
-        agent_id: Option<&'a str>,
-        session: &'s Session<'a, 's>,
-        plan: &'s Plan,
-        statics: &'s Statics<'a>,
-        extras: &'s Extras,
-        identity: &'s RecordOptions,
-        report: &mut PipelineReport,
-    ) -> Self {
+    /// The context of chain `file` of the session `sx` (its agent, if a
+    /// subagent's, from [`chain_agent_id`]).
+    pub(crate) fn new(sx: &SessionCtx<'a, 's>, file: &'s ParsedFile<'a, 's>, report: &mut PipelineReport) -> Self {
+        let SessionCtx { bump, session, plan, statics, extras, identity } = *sx;
+        let agent_id = chain_agent_id(bump, file);
         let entries = &file.parsed.entries;
         let entrypoint = entries
             .iter()
@@ -135,7 +138,7 @@ pub(crate) fn user_reminder(text: &str) -> Piece<'_> {
 /// lines name when every conversation line of the file is a sidechain (a
 /// 2.0.x agent transcript not named `agent-*.jsonl`), so the agent's
 /// request ids never collide with the main chain's.
-pub(crate) fn chain_agent_id<'a>(bump: &'a Bump, f: &ParsedFile<'a, '_>) -> Option<&'a str> {
+fn chain_agent_id<'a>(bump: &'a Bump, f: &ParsedFile<'a, '_>) -> Option<&'a str> {
     if let crate::input::discover::FileKind::Subagent { agent_id, .. } = &f.file.kind {
         return Some(bump.alloc_str(agent_id));
     }

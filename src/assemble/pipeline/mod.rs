@@ -61,7 +61,7 @@ use super::wire::RecordOptions;
 use crate::corpus::Session;
 use crate::diag::Diagnostic;
 use bumpalo::Bump;
-use chain::{ChainCtx, ChainState};
+use chain::{ChainCtx, ChainState, SessionCtx};
 use plan::Statics;
 
 /// What the pipeline produced for one session.
@@ -82,9 +82,9 @@ pub fn assemble_pipeline<'a>(
 ) -> SessionPipeline<'a> {
     let mut out = SessionPipeline::default();
     let statics = Statics::new(bump, plan);
+    let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity };
     for f in session.files() {
-        let agent_id = chain::chain_agent_id(bump, f);
-        let cx = ChainCtx::new(bump, f, agent_id, session, plan, &statics, extras, identity, &mut out.report);
+        let cx = ChainCtx::new(&sx, f, &mut out.report);
         assemble_chain(&cx, &mut out);
     }
     out

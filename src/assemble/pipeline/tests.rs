@@ -4,7 +4,7 @@
 //! diff here, named by scenario, turn and stage; the byte-equality with the
 //! wire is `tests/it/pipeline.rs`'s.
 
-use super::chain::{ChainCtx, ChainState};
+use super::chain::{ChainCtx, ChainState, SessionCtx};
 use super::normalize::Piece;
 use super::plan::{Extras, Plan, Statics};
 use super::*;
@@ -67,9 +67,9 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
         let identity = RecordOptions::default();
         for f in session.files() {
             let mut report = PipelineReport::default();
-            let agent_id = chain::chain_agent_id(bump, f);
-            let cx = ChainCtx::new(bump, f, agent_id, session, plan, &statics, extras, &identity, &mut report);
-            let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), agent_id);
+            let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity: &identity };
+            let cx = ChainCtx::new(&sx, f, &mut report);
+            let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), cx.agent_id);
             let mut st = ChainState::default();
             for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
                 let projected = projection::project(cx.entries, &cx.links, turn);
