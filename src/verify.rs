@@ -223,13 +223,13 @@ pub fn verify(
             .unwrap_or_default();
         r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
         let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
-        let captured: Option<Vec<WireRequest>> = captured.map(|all| {
+        let captured: Option<Vec<&WireRequest>> = captured.map(|all| {
             let texts = user_texts(session);
             let (conversation, side): (Vec<&WireRequest>, Vec<&WireRequest>) =
                 all.iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
             r.wire_side_calls = side.len() as u64;
             r.wire_requests = conversation.len() as u64;
-            conversation.into_iter().cloned().collect()
+            conversation
         });
         if let Some(captured) = captured.as_deref() {
             let mut cache = SegmentCache::default();
@@ -329,7 +329,7 @@ fn compare(
     session_id: &str,
     requests: &[crate::assemble::Request<'_>],
     bodies: &[Vec<u8>],
-    captured: &[WireRequest],
+    captured: &[&WireRequest],
 ) {
     let mut wire_used = vec![false; captured.len()];
     let mut paired: Vec<Option<usize>> = vec![None; requests.len()];
@@ -350,7 +350,7 @@ fn compare(
     }
     for (i, p) in paired.iter().enumerate() {
         let Some(j) = *p else { continue };
-        let (q, w) = (&requests[i], &captured[j]);
+        let (q, w) = (&requests[i], captured[j]);
         r.wire_compared += 1;
         if bodies[i] == w.raw {
             r.wire_byte_equal += 1;

@@ -379,10 +379,12 @@ impl Profile {
     }
 
     /// The built-in `cc-2.1.328` profile: the layout the 2.1.3xx captures
-    /// show, used when no profile is given.
+    /// show, used when no profile is given (parsed once per process: the
+    /// assembler asks for it per session).
     #[allow(clippy::expect_used)] // compiled-in data, parsed by a unit test
-    pub fn builtin_cc_2_1_328() -> Profile {
-        Profile::load("cc-2.1.328").expect("the built-in cc-2.1.328 profile parses")
+    pub fn builtin_cc_2_1_328() -> &'static Profile {
+        static BUILTIN: std::sync::OnceLock<Profile> = std::sync::OnceLock::new();
+        BUILTIN.get_or_init(|| Profile::load("cc-2.1.328").expect("the built-in cc-2.1.328 profile parses"))
     }
 
     /// Read a profile JSON file.
@@ -494,7 +496,7 @@ mod tests {
         }
         assert_eq!(Profile::load("seed").unwrap().layout.name, "seed");
         assert_eq!(Profile::load("cc-2.1.328").unwrap().layout.name, "cc-2.1.328");
-        assert_eq!(Profile::builtin_cc_2_1_328(), Profile::load("cc-2.1.328").unwrap());
+        assert_eq!(Profile::builtin_cc_2_1_328(), &Profile::load("cc-2.1.328").unwrap());
     }
 
     #[test]

@@ -16,14 +16,17 @@ use crate::json::Json;
 use crate::profile::SuffixText;
 
 /// The billing header of a request of CLI `version` whose messages are
-/// `messages`.
-pub(crate) fn billing_header(cx: &ChainCtx<'_, '_>, version: &str, messages: &[&Json<'_>]) -> String {
+/// `messages`; `None` when the profile sends no billing block (2.0.77).
+pub(crate) fn billing_header(cx: &ChainCtx<'_, '_>, version: &str, messages: &[&Json<'_>]) -> Option<String> {
     let plan = cx.plan;
+    if !plan.billing_block {
+        return None;
+    }
     let first = messages.first();
     let text = match plan.billing_text {
         SuffixText::FirstNonReminder => first.map_or("", |m| first_user_text(m)),
         SuffixText::FirstText => first.map_or("", |m| first_block_text(m)),
     };
     let suffix = wire::billing_suffix(&plan.billing_salt, text, version);
-    wire::billing_header(version, &suffix, cx.entrypoint, &plan.billing_extra)
+    Some(wire::billing_header(version, &suffix, cx.entrypoint, &plan.billing_extra))
 }

@@ -21,13 +21,13 @@ pub(crate) fn build_request<'a>(
     first: usize,
     messages: Vec<&'a Json<'a>>,
     system: SystemParts<'_, 'a>,
-    header: &str,
+    header: Option<&str>,
 ) -> Request<'a> {
     let bump = cx.bump;
     let e = &cx.entries[first];
     let mut blocks: Vec<&'a Json<'a>> = Vec::with_capacity(system.nodes.len() + 1);
     let mut system_keys = Vec::with_capacity(system.keys.len() + 1);
-    if cx.plan.billing_block {
+    if let Some(header) = header {
         blocks.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(header))));
         system_keys.push(None);
     }

@@ -109,7 +109,9 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
         breakpoints::add_cache_breakpoints(bump, &mut messages, cx.statics.cache_control, cx.plan.message_breakpoints);
         let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
         match system::select_system(cx, &mut st, turn.first) {
-            Ok(system) => out.requests.push(body::build_request(cx, n, turn.first, messages, system, &header)),
+            Ok(system) => {
+                out.requests.push(body::build_request(cx, n, turn.first, messages, system, header.as_deref()))
+            }
             Err(d) => out.diagnostics.push(d),
         }
     }

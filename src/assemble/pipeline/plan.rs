@@ -107,7 +107,7 @@ impl Plan {
     /// [`Plan::of_profile`] of the built-in `cc-2.1.328` profile (what the
     /// 2.1.3xx captures show).
     pub fn cc_2_1_328() -> Self {
-        Plan::of_profile(&Profile::builtin_cc_2_1_328())
+        Plan::of_profile(Profile::builtin_cc_2_1_328())
     }
 }
 

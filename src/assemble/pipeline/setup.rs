@@ -85,7 +85,7 @@ pub struct Setup {
 impl Default for Setup {
     /// The built-in `cc-2.1.328` profile, no snapshot, no override.
     fn default() -> Self {
-        Setup { profile: Profile::builtin_cc_2_1_328(), env: None, overrides: Overrides::default() }
+        Setup { profile: Profile::builtin_cc_2_1_328().clone(), env: None, overrides: Overrides::default() }
     }
 }
 

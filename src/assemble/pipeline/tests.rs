@@ -89,7 +89,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
                 let _ = writeln!(t, "    leading user: {}", if inserted { "inserted" } else { "present" });
                 let header = billing::billing_header(&cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
-                let _ = writeln!(t, "    billing: {header}");
+                let _ = writeln!(t, "    billing: {}", header.as_deref().unwrap_or("(no block)"));
                 share::share_with_previous(&mut messages, &mut st.prev_turn);
                 breakpoints::add_cache_breakpoints(
                     bump,
@@ -105,7 +105,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                     Ok(system) => {
                         let tools = system.tools.and_then(Json::as_array).map_or(0, <[_]>::len);
                         let _ = writeln!(t, "    system: {} blocks, {tools} tools", system.nodes.len());
-                        let req = body::build_request(&cx, n, turn.first, messages, system, &header);
+                        let req = body::build_request(&cx, n, turn.first, messages, system, header.as_deref());
                         let mut bytes = Vec::new();
                         crate::write::body::write_body(&mut bytes, &req.body, &mut Default::default());
                         let _ = writeln!(
