@@ -19,7 +19,7 @@ use ctxasm::write::{AssembleOptions, write_batch, write_dedup};
 use std::path::{Path, PathBuf};
 
 fn pipeline(prep: Setup) -> Assembler {
-    Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Some(prep) }
+    Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Some(prep), chooser: None }
 }
 
 fn benches(c: &mut Criterion) {

@@ -47,6 +47,9 @@ pub enum DiagKind {
     /// A memory file include refused (outside the allowed roots, too deep,
     /// a cycle, not a text file): transcripts are untrusted input.
     MemoryRefused,
+    /// The session was built with another release's profile (or the
+    /// built-in layout): no profile of its own release is cached.
+    ApproximatedProfile,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -70,6 +73,7 @@ impl DiagKind {
             DiagKind::RecordMismatch => "record_mismatch",
             DiagKind::InvalidRequest => "invalid_request",
             DiagKind::MemoryRefused => "memory_refused",
+            DiagKind::ApproximatedProfile => "approximated_profile",
             DiagKind::Internal => "internal_error",
         }
     }

@@ -22,6 +22,8 @@ pub mod json;
 #[cfg(feature = "net")]
 pub mod mock;
 pub mod model;
+#[cfg(feature = "net")]
+pub mod probe;
 pub mod profile;
 #[cfg(feature = "net")]
 pub mod send;

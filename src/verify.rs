@@ -23,7 +23,7 @@
 use crate::assemble::records::RecordOptions;
 use crate::assemble::{Assembler, assemble_session_as};
 use crate::corpus::{RunOptions, for_each_session_of};
-use crate::diag::Diagnostic;
+use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 pub use crate::json::diff::first_difference;
 use crate::write::body::SegmentCache;
@@ -156,6 +156,10 @@ pub struct VerifyReport {
     pub wire_unmatched: u64,
     /// Captured requests no transcript holds (counted, not compared).
     pub wire_side_calls: u64,
+    /// Sessions built with another release's profile (or the built-in
+    /// layout): `--profile auto` had none of their own release. Not a
+    /// mismatch by itself; the comparison says whether it mattered.
+    pub approximated_profiles: u64,
     pub mismatches: Vec<Mismatch>,
     /// A capture was given.
     #[serde(skip)]
@@ -221,7 +225,10 @@ pub fn verify(
             .map(|q| q.session_id.to_string())
             .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
             .unwrap_or_default();
-        r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
+        let (approximated, problems): (Vec<&Diagnostic>, Vec<&Diagnostic>) =
+            rec.diagnostics.iter().partition(|d| d.kind == DiagKind::ApproximatedProfile);
+        r.approximated_profiles = approximated.len() as u64;
+        r.mismatches.extend(problems.into_iter().map(|d| Mismatch::record(&session_id, d)));
         let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
         let captured: Option<Vec<&WireRequest>> = captured.map(|all| {
             let texts = user_texts(session);
@@ -268,6 +275,7 @@ pub fn verify(
         total.wire_json_equal += r.wire_json_equal;
         total.wire_unmatched += r.wire_unmatched;
         total.wire_side_calls += r.wire_side_calls;
+        total.approximated_profiles += r.approximated_profiles;
         total.mismatches.extend(r.mismatches);
     }
     let mut unseen: Vec<(&String, &Vec<WireRequest>)> =

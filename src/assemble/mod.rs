@@ -12,6 +12,7 @@
 //! and checks it by rendering it back. Serializing a request is
 //! [`crate::write`]'s.
 
+pub mod choose;
 pub mod extract;
 pub mod pipeline;
 pub mod records;
@@ -62,11 +63,17 @@ pub struct Assembler {
     /// built-in `cc-2.1.328` plan with the session's own recorded shapes
     /// only (a session without shapes gives no request).
     pub pipeline: Option<Setup>,
+    /// `--profile auto`: the profile of each session's own release, from
+    /// the cache (it takes the place of `pipeline`).
+    pub chooser: Option<choose::Chooser>,
 }
 
 impl Assembler {
     /// The pipeline's plan and extras for `session`.
     pub fn plan(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
+        if let Some(chooser) = &self.chooser {
+            return chooser.prepare(session);
+        }
         match &self.pipeline {
             Some(setup) => setup.prepare(session),
             None => (Plan::cc_2_1_328(), Extras::default()),

@@ -112,9 +112,10 @@ pub struct PipelineArgs {
     /// from the conversation; auto: records when present, else pipeline.
     #[arg(long, value_enum, default_value = "records")]
     pub mode: Mode,
-    /// Pipeline profile: a built-in name (cc-2.1.328, seed) or a profile file
-    /// written by `ctxasm profile extract`.
-    #[arg(long, default_value = "cc-2.1.328", help_heading = "Pipeline")]
+    /// Pipeline profile: auto (each session gets the cached profile of its
+    /// own release, see `ctxasm profile list`), a built-in name
+    /// (cc-2.1.328, seed) or a profile file (`ctxasm profile extract`).
+    #[arg(long, default_value = "auto", help_heading = "Pipeline")]
     pub profile: String,
     /// The session's environment: a directory in the captures' env/ layout
     /// (env.json, project/, home/.claude/) [default: what the transcript says].
@@ -215,9 +216,10 @@ pub struct CostArgs {
     /// root, of one project, or none.
     #[arg(long, default_value = "root", value_parser = ["root", "project", "session"])]
     pub account: String,
-    /// Pipeline profile for sessions without records: a built-in name
-    /// (cc-2.1.328, seed) or a profile file.
-    #[arg(long, default_value = "cc-2.1.328")]
+    /// Pipeline profile for sessions without records: auto (the cached
+    /// profile of each session's release), a built-in name (cc-2.1.328,
+    /// seed) or a profile file.
+    #[arg(long, default_value = "auto")]
     pub profile: String,
     /// The sessions' environment (env/ layout) for the pipeline.
     #[arg(long)]
@@ -230,6 +232,44 @@ pub enum ProfileCommand {
     /// dynamic sections) from one capture (wire.jsonl) or one 2.1.3xx
     /// transcript of a release.
     Extract(ExtractArgs),
+    /// Make the profile of a release on this machine: install it from npm
+    /// into the cache (or use --cli), drive it headless through the probe
+    /// sessions against the built-in mock server, extract and check the
+    /// profile, and write it to the cache (`<cache>/profiles/<version>.json`)
+    /// where `--profile auto` finds it.
+    #[cfg(feature = "net")]
+    Capture(CaptureArgs),
+    /// The cached profiles (`--profile auto` chooses among them).
+    List(ListArgs),
+}
+
+#[cfg(feature = "net")]
+#[derive(Args)]
+pub struct CaptureArgs {
+    /// The release (an npm version of @anthropic-ai/claude-code, e.g. 2.1.88).
+    #[arg(required_unless_present = "cli")]
+    pub version: Option<String>,
+    /// Use this Claude Code binary instead of installing one (its
+    /// `--version` names the release).
+    #[arg(long, conflicts_with = "version")]
+    pub cli: Option<PathBuf>,
+    /// Keep the probe captures in this directory (the corpora's capture
+    /// layout, usable as test fixtures) [default: deleted afterwards].
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Run only these probes (comma-separated; `hello` is always run).
+    #[arg(long, value_delimiter = ',')]
+    pub probes: Vec<String>,
+    /// Write the profile here instead of the cache.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// One JSON object per cached profile.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -29,6 +29,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Verify(args) => commands::verify::run(&args),
         Command::Expand(args) => commands::expand::run(&args),
         Command::Profile(ProfileCommand::Extract(args)) => commands::profile::extract(&args),
+        #[cfg(feature = "net")]
+        Command::Profile(ProfileCommand::Capture(args)) => commands::profile_capture::run(&args),
+        Command::Profile(ProfileCommand::List(args)) => commands::profile::list(&args),
         Command::Cost(args) => commands::cost::run(&args),
         Command::BenchBaseline(args) => commands::bench_baseline::run(&args),
         #[cfg(feature = "net")]

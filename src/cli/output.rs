@@ -30,3 +30,23 @@ pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 pub fn text(text: &str) -> anyhow::Result<()> {
     std::io::stdout().lock().write_all(text.as_bytes()).context("cannot write output")
 }
+
+/// Write `bytes` to `path` whole or not at all: a temporary file beside it,
+/// synced, then renamed over it (a reader never sees half a file).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)?;
+        }
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("{}: {e}", path.display())
+    })
+}

@@ -64,6 +64,13 @@ pub fn verify_table(report: &VerifyReport, with_wire: bool) -> String {
             report.wire_requests, report.wire_unmatched, report.wire_side_calls
         );
     }
+    if report.approximated_profiles > 0 {
+        let _ = writeln!(
+            o,
+            "approximated      {:>8}   sessions built without a profile of their own release (`ctxasm profile capture VERSION` makes one)",
+            report.approximated_profiles
+        );
+    }
     for m in &report.mismatches {
         let _ = writeln!(o, "{} {}:{}: {}", m.kind, m.file, m.line, m.message);
         if let Some(p) = &m.path {
@@ -82,4 +89,29 @@ pub fn verify_table(report: &VerifyReport, with_wire: bool) -> String {
     };
     let _ = writeln!(o, "{verdict}");
     o
+}
+
+/// `profile list`'s table (rows as `profile list --json` writes them).
+pub fn profile_list(dir: &std::path::Path, rows: &[serde_json::Value]) -> String {
+    if rows.is_empty() {
+        return format!(
+            "no cached profiles in {}\n`ctxasm profile capture VERSION` makes one (--profile auto uses it)\n",
+            dir.display()
+        );
+    }
+    let mut s =
+        format!("{} cached profile{} in {}\n", rows.len(), if rows.len() == 1 { "" } else { "s" }, dir.display());
+    s.push_str(&format!("{:<10} {:<12} {:>5}  models\n", "release", "layout", "tools"));
+    for r in rows {
+        let models: Vec<&str> =
+            r["models"].as_array().map(|m| m.iter().filter_map(|x| x.as_str()).collect()).unwrap_or_default();
+        s.push_str(&format!(
+            "{:<10} {:<12} {:>5}  {}\n",
+            r["version"].as_str().unwrap_or(""),
+            r["layout"].as_str().unwrap_or(""),
+            r["tools"].as_u64().unwrap_or(0),
+            models.join(", ")
+        ));
+    }
+    s
 }

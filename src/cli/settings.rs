@@ -5,6 +5,7 @@
 
 use super::args::{IdentityArgs, InputArgs, Mode, PipelineArgs};
 use ctxasm::assemble::Assembler;
+use ctxasm::assemble::choose::Chooser;
 use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions};
 use ctxasm::corpus::RunOptions;
@@ -12,6 +13,7 @@ use ctxasm::env::claude_json::local_device_id;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::source::SourceOptions;
+use ctxasm::profile::Shelf;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -70,18 +72,59 @@ pub fn assembler(p: &PipelineArgs, identity: &IdentityArgs) -> anyhow::Result<As
     if p.mode == Mode::Records && (what_if(p) || p.env.is_some()) {
         anyhow::bail!("what-if flags and --env apply to --mode pipeline or auto");
     }
-    let prep = profile_prep(&p.profile, p.env.as_deref(), overrides(p)?)?;
+    let (prep, chooser) = profile_prep(&p.profile, p.env.as_deref(), overrides(p)?, p.mode != Mode::Records)?;
     if p.mode != Mode::Records
+        && chooser.is_none()
         && let Some(note) = prep.note()
     {
         eprintln!("ctxasm: note: {note}");
     }
-    Ok(Assembler { mode: mode(p.mode), records: record_options(identity), pipeline: Some(prep) })
+    Ok(Assembler { mode: mode(p.mode), records: record_options(identity), pipeline: Some(prep), chooser })
 }
 
-/// A built-in profile name or a profile file, with the session environment.
-pub fn profile_prep(profile: &str, env: Option<&Path>, overrides: Overrides) -> anyhow::Result<Setup> {
-    Ok(Setup::load(profile, env, overrides)?)
+/// `--profile`: `auto` (the profile cache, chosen per session; `loud`
+/// says which cache was read), a built-in name or a profile file, with the
+/// session environment.
+pub fn profile_prep(
+    profile: &str,
+    env: Option<&Path>,
+    overrides: Overrides,
+    loud: bool,
+) -> anyhow::Result<(Setup, Option<Chooser>)> {
+    if profile != "auto" {
+        return Ok((Setup::load(profile, env, overrides)?, None));
+    }
+    let template = Setup::load("cc-2.1.328", env, overrides)?;
+    let dir = profile_dir().unwrap_or_default();
+    let (shelf, errors) = Shelf::open(&dir);
+    for e in errors {
+        eprintln!("ctxasm: warning: cached profile skipped: {e}");
+    }
+    if loud {
+        let versions: Vec<String> = shelf.profiles.iter().map(|s| s.version.to_string()).collect();
+        eprintln!(
+            "ctxasm: --profile auto: {} cached profile{} in {}{}",
+            versions.len(),
+            if versions.len() == 1 { "" } else { "s" },
+            dir.display(),
+            if versions.is_empty() { String::new() } else { format!(" ({})", versions.join(", ")) }
+        );
+    }
+    Ok((template.clone(), Some(Chooser::new(shelf, template))))
+}
+
+/// ctxasm's cache: `$CTXASM_CACHE_DIR`, else `$XDG_CACHE_HOME/ctxasm`,
+/// else `~/.cache/ctxasm` (`None` without a home).
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    var("CTXASM_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("ctxasm")))
+        .or_else(|| var("HOME").map(|h| h.join(".cache").join("ctxasm")))
+}
+
+/// Where cached profiles live: `<cache>/profiles`.
+pub fn profile_dir() -> Option<PathBuf> {
+    cache_dir().map(|d| d.join("profiles"))
 }
 
 fn what_if(p: &PipelineArgs) -> bool {

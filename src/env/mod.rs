@@ -134,6 +134,31 @@ struct EnvJson {
     argv: Vec<Vec<String>>,
 }
 
+/// Each CLI process's arguments from the capture's `scenario.json` beside
+/// `env/` (`steps[].args`, run with `-p`), for captures whose `env.json`
+/// predates its `argv` member; empty when there is none.
+fn scenario_argv(env_dir: &Path) -> Vec<Vec<String>> {
+    let Some(text) = env_dir.parent().and_then(|d| std::fs::read_to_string(d.join("scenario.json")).ok()) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return Vec::new() };
+    let steps = v.get("steps").and_then(|s| s.as_array()).map(Vec::as_slice).unwrap_or_default();
+    steps
+        .iter()
+        .map(|step| {
+            let mut argv = vec!["-p".to_string()];
+            let args = step.get("args").and_then(|a| a.as_array()).map(Vec::as_slice).unwrap_or_default();
+            argv.extend(args.iter().filter_map(|a| a.as_str()).map(str::to_string));
+            for (key, flag) in [("resume", "--resume"), ("continue", "--continue")] {
+                if step.get(key).and_then(serde_json::Value::as_bool) == Some(true) {
+                    argv.push(flag.to_string());
+                }
+            }
+            argv
+        })
+        .collect()
+}
+
 /// Default platform when nothing says otherwise: `linux`, the platform of
 /// every captured session (2.1.88 and 2.1.328).
 pub const DEFAULT_PLATFORM: &str = "linux";
@@ -149,6 +174,13 @@ impl SessionEnv {
     /// `--print`), when the snapshot records its arguments.
     pub fn print_mode(&self) -> Option<bool> {
         self.argv.first().map(|a| a.iter().any(|x| x == "-p" || x == "--print"))
+    }
+
+    /// The value the first CLI process got for `flag` (`--system-prompt
+    /// X`), as the snapshot's argv records it.
+    pub fn flag(&self, flag: &str) -> Option<&str> {
+        let argv = self.argv.first()?;
+        argv.windows(2).find(|w| w[0] == flag).map(|w| w[1].as_str())
     }
 
     /// The session's date (`YYYY-MM-DD`): the snapshot's or transcript's,
@@ -189,7 +221,7 @@ impl SessionEnv {
             project_dir: project.is_dir().then_some(project),
             home_claude_dir: home_claude.is_dir().then_some(home_claude),
             cli_version: j.cli_version,
-            argv: j.argv,
+            argv: if j.argv.is_empty() { scenario_argv(env_dir) } else { j.argv },
         })
     }
 
@@ -263,6 +295,21 @@ pub fn project_slug(cwd: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_process_argv_gives_print_mode_and_flags() {
+        let argv = |a: &[&str]| SessionEnv {
+            argv: vec![a.iter().map(|s| s.to_string()).collect(), vec!["--system-prompt".into(), "later".into()]],
+            ..SessionEnv::default()
+        };
+        let e = argv(&["-p", "--system-prompt", "Be terse.", "--append-system-prompt"]);
+        assert_eq!(e.print_mode(), Some(true));
+        assert_eq!(e.flag("--system-prompt"), Some("Be terse."));
+        // A flag without a value, or only in a later process, is not the session's.
+        assert_eq!(e.flag("--append-system-prompt"), None);
+        assert_eq!(argv(&["--model", "haiku"]).flag("--system-prompt"), None);
+        assert_eq!(SessionEnv::default().flag("--model"), None);
+    }
 
     #[test]
     fn reads_a_captured_env_dir() {

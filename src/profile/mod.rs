@@ -34,10 +34,12 @@
 //! ```
 
 mod layout;
+pub mod shelf;
 pub mod template;
 
 pub use crate::time::month_year;
 pub use layout::Layout;
+pub use shelf::{Choice, Shelf, Shelved, Version};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -50,6 +52,10 @@ pub enum ProfileError {
     /// Neither a built-in name nor an existing file.
     #[error("unknown profile `{0}` (built-in: seed, cc-2.1.328; or a path to a profile JSON file)")]
     Unknown(String),
+    /// A cached profile whose release is neither in its `version` member
+    /// nor in its file name.
+    #[error("{}: a cached profile needs a release number (`version` member or file name like 2.1.88.json)", .0.display())]
+    NoVersion(PathBuf),
     /// The file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {
@@ -258,7 +264,7 @@ pub const DYNAMIC_VARS: &[&str] = &[
 ];
 /// Variables of the tool descriptions: `month_year` is the session date's
 /// month, `November 2026` (WebSearch: "The current month is …").
-pub const TOOL_VARS: &[&str] = &["month_year"];
+pub const TOOL_VARS: &[&str] = &["month_year", "model_name"];
 
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
@@ -328,6 +334,11 @@ pub struct Profile {
     /// The form of `metadata.user_id`.
     #[serde(default)]
     pub metadata: MetadataForm,
+    /// Params a model sends otherwise, by model id: `{param: value}`, `null`
+    /// for a param it does not send (learned from captures run with other
+    /// `--model`s).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub model_params: Map<String, Value>,
 }
 
 /// Periodic reminders of the seed layout.
@@ -414,21 +425,48 @@ impl Profile {
         self.models.iter().find(|m| m.id == model_id)
     }
 
-    /// The tools for a session on `date` (`YYYY-MM-DD`): [`TOOL_VARS`]
-    /// rendered; a tool without one is cloned as it is.
+    /// The tools for a session on `date` (`YYYY-MM-DD`) of the first model
+    /// of the table: see [`Profile::render_tools_for`].
     pub fn render_tools(&self, date: Option<&str>) -> Vec<Value> {
+        self.render_tools_for(date, self.models.first().map_or("", |m| m.name.as_str()))
+    }
+
+    /// The tools for a session on `date` (`YYYY-MM-DD`) with the model
+    /// named `model_name`: [`TOOL_VARS`] rendered; a tool without one is
+    /// cloned as it is.
+    pub fn render_tools_for(&self, date: Option<&str>, model_name: &str) -> Vec<Value> {
         let my = date.and_then(month_year);
         self.tools
             .iter()
             .map(|t| {
                 let text = t.to_string();
-                if !text.contains("{{month_year}}") {
+                if !text.contains("{{month_year}}") && !text.contains("{{model_name}}") {
                     return t.clone();
                 }
-                let rendered = template::render(&text, &[("month_year", my.as_deref())]);
+                let rendered =
+                    template::render(&text, &[("month_year", my.as_deref()), ("model_name", Some(model_name))]);
                 serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
             })
             .collect()
+    }
+
+    /// The params of a request of `model_id`: [`Profile::params`] with that
+    /// model's [`Profile::model_params`], in wire order (a param only the
+    /// model sends goes last).
+    pub fn params_for(&self, model_id: &str) -> Vec<(String, Value)> {
+        let mut params: Vec<(String, Value)> = self.params.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let Some(Value::Object(diff)) = self.model_params.get(model_id) else { return params };
+        for (k, v) in diff {
+            match (params.iter().position(|(p, _)| p == k), v) {
+                (Some(i), Value::Null) => {
+                    params.remove(i);
+                }
+                (Some(i), v) => params[i].1 = v.clone(),
+                (None, Value::Null) => {}
+                (None, v) => params.push((k.clone(), v.clone())),
+            }
+        }
+        params
     }
 
     /// Variable bindings of the dynamic sections for `env` and `model_id`.
@@ -531,5 +569,28 @@ mod tests {
         assert_eq!(SuffixText::FirstText.pick(&texts), "<system-reminder>\nx");
         assert_eq!(SuffixText::FirstNonReminder.pick(&texts), "hello");
         assert_eq!(SuffixText::FirstNonReminder.pick(&[]), "");
+    }
+
+    #[test]
+    fn params_for_applies_a_models_own_params_in_wire_order() {
+        let mut p = Profile::builtin_cc_2_1_328().clone();
+        p.params = serde_json::json!({"max_tokens": 32000, "thinking": {"type": "adaptive"}, "output_config": {"effort": "medium"}})
+            .as_object()
+            .unwrap()
+            .clone();
+        p.model_params = serde_json::json!({
+            "h": {"thinking": {"budget_tokens": 31999, "type": "enabled"}, "output_config": null, "extra": 1}
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        let keys = |v: &[(String, Value)]| v.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>();
+        assert_eq!(
+            keys(&p.params_for("h")),
+            ["max_tokens=32000", r#"thinking={"budget_tokens":31999,"type":"enabled"}"#, "extra=1"]
+        );
+        assert_eq!(p.params_for("other").len(), 3);
+        // Old profile files (no member) still load; an empty table is not written.
+        assert!(!Profile::builtin_cc_2_1_328().to_json().contains("model_params"));
     }
 }

@@ -47,6 +47,6 @@ fn assemble_into_a_closed_pipe_exits_0() {
 
 #[test]
 fn a_missing_input_still_exits_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(["stats", "no/such/dir"]).output().unwrap();
+    let out = crate::common::bin().args(["stats", "no/such/dir"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

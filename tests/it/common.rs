@@ -42,7 +42,16 @@ pub fn first_diff(a: &[u8], b: &[u8]) -> String {
     )
 }
 
+/// The `ctxasm` binary, with a profile cache of its own (none): a
+/// developer's `~/.cache/ctxasm/profiles` must not change what `--profile
+/// auto` picks in a test.
+pub fn bin() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm"));
+    c.env("CTXASM_CACHE_DIR", concat!(env!("CARGO_MANIFEST_DIR"), "/target/no-such-cache"));
+    c
+}
+
 /// Run the `ctxasm` binary.
 pub fn ctxasm(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(args).output().unwrap()
+    bin().args(args).output().unwrap()
 }

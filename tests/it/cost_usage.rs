@@ -385,9 +385,8 @@ fn dump_report() {
 /// `--recorded-only` the recorded totals are the same.
 #[test]
 fn cli_cost_recorded_only() {
-    let bin = env!("CARGO_BIN_EXE_ctxasm");
     let root = "tests/fixtures/usage";
-    let out = std::process::Command::new(bin).args(["cost", "--recorded-only", "--json", root]).output().unwrap();
+    let out = crate::common::bin().args(["cost", "--recorded-only", "--json", root]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let lib = report(&[root], None);
@@ -404,14 +403,14 @@ fn cli_cost_recorded_only() {
             "cost_usd"
         ]
     );
-    let out = std::process::Command::new(bin)
+    let out = crate::common::bin()
         .args(["cost", "--recorded-only", "--pricing", "/nonexistent/prices.json", root])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/prices.json"));
     // Without --recorded-only the same totals come with the modeled ones.
-    let out = std::process::Command::new(bin).args(["cost", "--json", root]).output().unwrap();
+    let out = crate::common::bin().args(["cost", "--json", root]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let modeled: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(modeled["recorded"], v["recorded"]);

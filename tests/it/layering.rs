@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
     &["verify", "stats", "baseline"],
     &["cost"],
     &["send", "mock"],
+    &["probe"],
 ];
 
 fn layer_of(module: &str) -> Option<usize> {

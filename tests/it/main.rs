@@ -12,6 +12,7 @@ mod mock_server;
 mod model;
 mod pipeline;
 mod pipeline_props;
+mod profiles;
 mod public_validity;
 mod real_cli;
 mod records;

@@ -35,6 +35,7 @@ fn assert_pipeline_byte_equal(fix: &str, prep_of: impl Fn(&Path) -> Setup) -> us
         let a = Assembler {
             mode: Mode::Pipeline,
             records: RecordOptions { device_id: device, ..RecordOptions::default() },
+            chooser: None,
             pipeline: Some(prep_of(&dir)),
         };
         let ours = assemble_all(&dir, &a);
@@ -209,6 +210,7 @@ fn seed_assembler(profile: &ctxasm::profile::Profile, env: &Path, overrides: Ove
     Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
+        chooser: None,
         pipeline: Some(Setup { profile: profile.clone(), env: Some(SessionEnv::from_dir(env).unwrap()), overrides }),
     }
 }
@@ -265,6 +267,7 @@ fn what_if_model_effort_ttl_and_tools() {
     let prep = |o: Overrides| Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
+        chooser: None,
         pipeline: Some(Setup {
             profile: ctxasm::profile::Profile::load("cc-2.1.328").unwrap(),
             env: None,
@@ -306,11 +309,10 @@ fn what_if_model_effort_ttl_and_tools() {
 /// a message naming the problem.
 #[test]
 fn cli_profile_extract_and_verify_pipeline() {
-    let bin = env!("CARGO_BIN_EXE_ctxasm");
     let fix = Path::new("tests/fixtures/cc-2.1.88");
     let tmp = tempfile::tempdir().unwrap();
     let profile = tmp.path().join("p.json");
-    let out = std::process::Command::new(bin)
+    let out = crate::common::bin()
         .args(["profile", "extract"])
         .arg(fix.join("hello/wire.jsonl"))
         .arg("--env")
@@ -323,7 +325,7 @@ fn cli_profile_extract_and_verify_pipeline() {
     let p: Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
     assert_eq!((p["layout"].as_str(), p["tools"].as_array().map(Vec::len)), (Some("seed"), Some(22)));
     let dir = fix.join("memory-files");
-    let out = std::process::Command::new(bin)
+    let out = crate::common::bin()
         .args(["verify", "--mode", "pipeline", "--device-id", "wire", "--profile"])
         .arg(&profile)
         .arg("--env")
@@ -338,7 +340,7 @@ fn cli_profile_extract_and_verify_pipeline() {
     assert!(stdout.contains("wire compared            2   byte-equal 2   JSON-equal 2"), "{stdout}");
     // Errors name what is wrong.
     let bad = |args: &[&str], want: &str| {
-        let out = std::process::Command::new(bin).args(args).arg(dir.join("transcripts")).output().unwrap();
+        let out = crate::common::bin().args(args).arg(dir.join("transcripts")).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(want), "{args:?}: {err}");

@@ -589,6 +589,7 @@ fn assembler(profile: &str) -> Assembler {
     Assembler {
         mode: Mode::Pipeline,
         records: RecordOptions::default(),
+        chooser: None,
         pipeline: Some(Setup { profile: Profile::load(profile).unwrap(), env: None, overrides: Overrides::default() }),
     }
 }

@@ -28,6 +28,7 @@ fn assemble(root: &Path) -> (AssembleSummary, Vec<u8>) {
         assembler: Assembler {
             mode: Mode::Pipeline,
             records: RecordOptions::default(),
+            chooser: None,
             pipeline: Some(Setup {
                 profile: ctxasm::profile::Profile::load("seed").unwrap(),
                 env: None,

@@ -120,3 +120,48 @@ fn base64_decode(s: &str) -> Vec<u8> {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.decode(s).unwrap()
 }
+
+/// `ctxasm profile capture --cli` on the installed CLI makes a profile on
+/// this machine (probes against the built-in mock server) under which
+/// every probe is byte-equal, `--profile auto` finds it in the cache, and
+/// it rebuilds the independent captures of that release
+/// (`tests/fixtures/cc-2.1.88`, 14 scenarios) byte for byte.
+#[test]
+#[ignore = "needs the Claude Code CLI: npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.88 (.ci/run does)"]
+fn profile_capture_of_the_installed_cli_rebuilds_its_captures() {
+    let claude = find_claude()
+        .expect("no Claude Code CLI (npm install --prefix target/claude-code @anthropic-ai/claude-code@2.1.88)");
+    let cache = tempfile::tempdir().unwrap();
+    let ctxasm = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ctxasm"));
+        c.env("CTXASM_CACHE_DIR", cache.path());
+        c
+    };
+    let probes = "hello,bash-tool,model-haiku,model-opus,custom-system-prompt,append-system-prompt";
+    let out = ctxasm().args(["profile", "capture", "--cli"]).arg(&claude).args(["--probes", probes]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{table}\n{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<Vec<&str>> = table.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, probes.split(',').collect::<Vec<_>>(), "{table}");
+    for r in &rows {
+        // requests, compared, byte-equal, unmatched
+        assert!(r[1] != "0" && r[1] == r[2] && r[2] == r[3] && r[4] == "0", "{table}");
+    }
+    let list = run(ctxasm().args(["profile", "list", "--json"]));
+    let listed: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let version = listed["version"].as_str().unwrap().to_string();
+    for dir in crate::common::scenarios(&format!("tests/fixtures/cc-{version}")) {
+        let out = ctxasm()
+            .args(["verify", "--mode", "pipeline", "--device-id", "wire", "--wire"])
+            .arg(dir.join("wire.jsonl"))
+            .arg("--env")
+            .arg(dir.join("env"))
+            .arg(dir.join("transcripts"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}: {text}", dir.display());
+        assert!(!text.contains("approximated"), "{text}");
+    }
+}

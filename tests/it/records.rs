@@ -248,28 +248,25 @@ fn cli_verify_all_captures_at_once_and_assemble_to_a_file() {
         args.push("--wire".into());
         args.push(dir.join("wire.jsonl").to_string_lossy().into_owned());
     }
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(&args).output().unwrap();
+    let out = crate::common::bin().args(&args).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v,
         serde_json::json!({"sessions":14,"requests":29,"messages_hashed":68,"hash_matches":68,
             "wire_requests":29,"wire_compared":29,"wire_byte_equal":29,"wire_json_equal":29,
-            "wire_unmatched":0,"wire_side_calls":0,"mismatches":[]})
+            "wire_unmatched":0,"wire_side_calls":0,"approximated_profiles":0,"mismatches":[]})
     );
     // Without the device ids the comparison fails, with exit status 1.
     args.truncate(3);
     args.push("--wire".into());
     args.push(format!("{FIX}/hello/wire.jsonl"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm")).args(&args).output().unwrap();
+    let out = crate::common::bin().args(&args).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("batch.jsonl");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ctxasm"))
-        .args(["assemble", &format!("{FIX}/hello/transcripts"), "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let out =
+        crate::common::bin().args(["assemble", &format!("{FIX}/hello/transcripts"), "-o"]).arg(&file).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("1 recorded requests, 1 written"));
     let text = std::fs::read_to_string(&file).unwrap();

@@ -106,11 +106,7 @@ fn default_root_comes_from_claude_config_dir() {
     let proj = dir.path().join("projects/-p");
     std::fs::create_dir_all(&proj).unwrap();
     std::fs::copy("tests/fixtures/bad/blank_lines.jsonl", proj.join("s.jsonl")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ctxasm"))
-        .args(["stats", "--json"])
-        .env("CLAUDE_CONFIG_DIR", dir.path())
-        .output()
-        .unwrap();
+    let out = crate::common::bin().args(["stats", "--json"]).env("CLAUDE_CONFIG_DIR", dir.path()).output().unwrap();
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["files"], json!(1));

@@ -31,10 +31,11 @@ use crate::profile::{
     Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, Layout, Profile, ProfileError, PromptTemplate,
     SuffixText, SystemCache, template,
 };
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::Path;
 
 mod capture;
+mod models;
 mod templates;
 
 use capture::*;
@@ -53,12 +54,7 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         lines.push(serde_json::from_str(line).map_err(|source| ProfileError::Json { path: path.into(), source })?);
     }
-    let wire = lines.iter().find(|v| {
-        v.get("body").and_then(|b| b.get("messages")).is_some()
-            && v.get("path")
-                .and_then(Value::as_str)
-                .is_none_or(|p| p.starts_with("/v1/messages") && !p.contains("count"))
-    });
+    let wire = lines.iter().find(|v| is_messages_request(v));
     let cap = match wire {
         Some(req) => from_wire(path, req)?,
         None => from_transcript(path, &lines)?,
@@ -93,6 +89,7 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
         return Err(err(Path::new("-"), "no capture given"));
     };
     let mut merged = extract(first, *env)?;
+    let first_model = captured_model(first);
     for (path, env) in rest {
         let other = extract(path, *env)?;
         if other.version != merged.version {
@@ -104,9 +101,28 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
                 ),
             ));
         }
+        models::merge_model(&mut merged, &first_model, &other, &captured_model(path));
         merge(&mut merged, other);
     }
     Ok(merged)
+}
+
+/// A captured Messages request (not a token count): the line a profile
+/// is extracted from is the first of these.
+fn is_messages_request(v: &Value) -> bool {
+    v.get("body").and_then(|b| b.get("messages")).is_some()
+        && v.get("path").and_then(Value::as_str).is_none_or(|p| p.starts_with("/v1/messages") && !p.contains("count"))
+}
+
+/// The model of a capture's first conversation request ("" for a
+/// transcript or an unreadable file: then nothing is learned per model).
+fn captured_model(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(is_messages_request)
+        .and_then(|v| v.pointer("/body/model").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.
@@ -123,8 +139,15 @@ fn merge(into: &mut Profile, other: Profile) {
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
     for m in other.models {
-        if !into.models.iter().any(|x| x.id == m.id) {
-            into.models.push(m);
+        match into.models.iter_mut().find(|x| x.id == m.id) {
+            // A model the first capture only names (in a model list) gets
+            // the cutoff its own capture shows.
+            Some(x) => {
+                if x.knowledge_cutoff.is_none() {
+                    x.knowledge_cutoff = m.knowledge_cutoff;
+                }
+            }
+            None => into.models.push(m),
         }
     }
     if let Some(p) = other.extracted_from {
@@ -255,6 +278,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
+        model_params: Map::new(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -130,8 +130,8 @@ impl Setup {
     pub fn prepare(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         let facts = self.facts(session);
         let mut extras = Extras::default();
-        let mut plan = self.base_plan();
-        let choice = PromptChoice {
+        let mut plan = self.base_plan(&facts.model);
+        let mut choice = PromptChoice {
             custom: self.overrides.system_prompt.clone(),
             append: self.overrides.append_system_prompt.clone(),
             ..PromptChoice::default()
@@ -141,6 +141,12 @@ impl Setup {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
         }
+        // No recorded shape (which holds them already): a what-if wins, else
+        // the prompt the session's CLI was given, when the snapshot's argv
+        // says.
+        let from_argv = |flag: &str| facts.env.flag(flag).map(str::to_string);
+        choice.custom = choice.custom.or_else(|| from_argv("--system-prompt"));
+        choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
         // No recorded shape: the prompt is rendered from the profile. (The
         // system messages then carry no params: what ctxasm has always done;
         // the records-free 2.1.3xx case is issue 12's.)
@@ -170,20 +176,25 @@ impl Setup {
             .clone()
             .or_else(|| first_of(session, |e| e.as_assistant().and_then(|a| a.model).map(str::to_string)))
             .unwrap_or_default();
-        let entrypoint = first_of(session, |e| e.raw.get_str("entrypoint")).unwrap_or("cli");
+        let entrypoint = first_of(session, |e| e.raw.get_str("entrypoint"));
         let has_shapes = session
             .files()
             .any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })));
-        // `-p` as the snapshot's argv says, else as the transcript's
-        // entrypoint does (2.1.x writes `sdk-cli`; 1.0.x/2.0.x write none).
-        let non_interactive = env.print_mode().unwrap_or(entrypoint != "cli");
+        // As the transcript's entrypoint says (2.1.x writes `sdk-cli` for
+        // `-p`), else as the snapshot's argv does (1.0.x/2.0.x write none).
+        let non_interactive = match entrypoint {
+            Some(e) => e != "cli",
+            None => env.print_mode().unwrap_or(false),
+        };
         SessionFacts { env, model, non_interactive, has_shapes }
     }
 
-    /// The profile's plan with the overrides' params, model and TTL.
-    fn base_plan(&self) -> Plan {
+    /// The profile's plan for `model` with the overrides' params, model
+    /// and TTL.
+    fn base_plan(&self, model: &str) -> Plan {
         let o = &self.overrides;
         let mut plan = Plan::of_profile(&self.profile);
+        plan.params = self.profile.params_for(model);
         if let Some(effort) = &o.effort {
             match plan.params.iter_mut().find(|(k, _)| k == "output_config") {
                 Some((_, v)) => v["effort"] = json!(effort),
@@ -230,7 +241,10 @@ impl Setup {
             .overrides
             .tools
             .clone()
-            .or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())))
+            .or_else(|| {
+                let model_name = p.model(&facts.model).map_or(facts.model.as_str(), |m| m.name.as_str());
+                (!p.tools.is_empty()).then(|| p.render_tools_for(env.date.as_deref(), model_name))
+            })
             .unwrap_or_else(|| session_tools(session));
         SystemSource::Rendered {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),

@@ -31,17 +31,20 @@ fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result
 
 fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
     let what_ifs = settings::what_ifs(&args.what_if)?;
-    let prep = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default())?;
+    let (prep, chooser) = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default(), false)?;
+    // With `auto`, the prompt is known when some release's profile is cached.
+    let prompt_known = prep.profile.has_prompt_text() || chooser.as_ref().is_some_and(|c| !c.is_empty());
     let opts = ctxasm::cost::modeled::ModelOptions {
         account: args.account.parse().unwrap_or_default(),
         what_ifs,
-        prompt_known: prep.profile.has_prompt_text(),
+        prompt_known,
         ..Default::default()
     };
     let assembler = ctxasm::assemble::Assembler {
         mode: ctxasm::assemble::Mode::Auto,
         records: Default::default(),
         pipeline: Some(prep),
+        chooser,
     };
     let Input { disc, run } = input;
     let bar = progress::reading(&disc);

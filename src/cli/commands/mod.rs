@@ -17,4 +17,6 @@ pub mod bench_send_baseline;
 #[cfg(feature = "net")]
 pub mod mock_server;
 #[cfg(feature = "net")]
+pub mod profile_capture;
+#[cfg(feature = "net")]
 pub mod send;
