@@ -20,6 +20,11 @@ pub struct Layout {
     /// The transcript records each request's system blocks and tools
     /// (`api-request-shape`, 2.1.3xx): a session that has them uses them.
     pub system_from_shape: bool,
+    /// The transcript writes the session's system prompt, CLI prefix and
+    /// tools in `prompt_snapshot` attachments (2.1.3xx): a session without
+    /// shapes that has them uses them for the rendered system side (records
+    /// stripped; the prompt the session's own flags and model made).
+    pub system_from_snapshot: bool,
     /// The default prompt has a static/dynamic boundary (2.1.88): its static
     /// sections are sent verbatim in a block of their own (global cache
     /// scope), the dynamic ones rendered after the boundary marker. Without
@@ -65,6 +70,7 @@ impl Default for Layout {
         Layout {
             name: String::new(),
             system_from_shape: false,
+            system_from_snapshot: false,
             dynamic_boundary: false,
             system_context_in_prompt: false,
             user_context_message: false,
@@ -152,6 +158,7 @@ mod tests {
         let cc = Profile::load("cc-2.1.328").unwrap().layout;
         assert_eq!(cc.name, "cc-2.1.328");
         assert!(cc.system_from_shape && !cc.dynamic_boundary && !cc.system_context_in_prompt);
+        assert!(cc.system_from_snapshot && !seed.system_from_snapshot);
         assert!(!cc.user_context_message && !cc.skills_per_process && !cc.todo_reminder && !cc.rules_after_read);
         assert!(!cc.attachments_into_tool_result && !cc.system_attachments_as_user);
         assert_eq!(cc.system_message_params, ["output_config"]);

@@ -15,6 +15,7 @@ mod pipeline_props;
 mod public_validity;
 mod real_cli;
 mod records;
+mod records_free;
 mod robustness;
 mod send;
 mod stats;

@@ -47,6 +47,7 @@ mod reminders;
 pub mod report;
 pub mod setup;
 mod share;
+pub mod snapshot;
 mod system;
 pub mod system_blocks;
 pub mod system_prompt;

@@ -27,6 +27,7 @@
 
 use super::contexts::{SystemContext, UserContext, contexts, render_user_context, skills_listing};
 use super::plan::{Extras, Plan, ShapeEdits, SystemSource};
+use super::snapshot::{PromptSnapshot, session_snapshot};
 use super::system_blocks::system_blocks;
 use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
 use crate::corpus::Session;
@@ -141,13 +142,13 @@ impl Setup {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
         }
-        // No recorded shape: the prompt is rendered from the profile. (The
-        // system messages then carry no params: what ctxasm has always done;
-        // the records-free 2.1.3xx case is issue 12's.)
-        plan.system_message_params.clear();
+        // No recorded shape: the prompt is rendered from the profile; the
+        // system messages carry the layout's params all the same (2.1.328
+        // records-free: `output_config` on every `role: "system"` turn).
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
-        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        let snapshot = self.profile.layout.system_from_snapshot.then(|| session_snapshot(session)).flatten();
+        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx, snapshot.as_ref());
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -209,28 +210,36 @@ impl Setup {
         }
     }
 
-    /// System blocks and tools rendered from the profile.
+    /// System blocks and tools rendered from the profile, or from the
+    /// session's prompt snapshot when it has one (its sections and prefix
+    /// first; its tools where the profile has none).
     fn rendered_system(
         &self,
         session: &Session<'_, '_>,
         facts: &SessionFacts,
         choice: &PromptChoice,
         sys_ctx: &SystemContext,
+        snapshot: Option<&PromptSnapshot>,
     ) -> SystemSource {
         let p = &self.profile;
         let env = &facts.env;
-        let sections = if p.has_prompt_text() {
-            effective_system_prompt(p, env, &facts.model, choice, sys_ctx)
-        } else {
-            choice.custom.iter().chain(choice.append.iter()).cloned().collect()
+        let sections = match snapshot {
+            Some(s) => snapshot_sections(s, choice),
+            None if p.has_prompt_text() => effective_system_prompt(p, env, &facts.model, choice, sys_ctx),
+            None => choice.custom.iter().chain(choice.append.iter()).cloned().collect(),
         };
-        let prefix = cli_prefix(p, facts.non_interactive, choice.append.is_some());
+        // A what-if prompt change picks the profile's prefix for it, as for
+        // a recorded shape (`shape_edits`); else the session's own.
+        let unchanged = choice.custom.is_none() && choice.append.is_none();
+        let own_prefix = snapshot.and_then(|s| s.cli_prefix.as_deref()).filter(|_| unchanged);
+        let prefix = own_prefix.unwrap_or_else(|| cli_prefix(p, facts.non_interactive, choice.append.is_some()));
         let blocks = system_blocks("", prefix, &sections, p);
         let tools = self
             .overrides
             .tools
             .clone()
             .or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())))
+            .or_else(|| snapshot.and_then(|s| s.tools.clone()))
             .unwrap_or_else(|| session_tools(session));
         SystemSource::Rendered {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
@@ -268,6 +277,16 @@ impl Setup {
             rule_reminders(session, m, extras);
         }
     }
+}
+
+/// The prompt sections of a session's snapshot under the what-if choice:
+/// a custom prompt replaces them, an appended text is their last section.
+fn snapshot_sections(snapshot: &PromptSnapshot, choice: &PromptChoice) -> Vec<String> {
+    let base = match &choice.custom {
+        Some(c) => vec![c.clone()],
+        None => snapshot.sections.clone(),
+    };
+    base.into_iter().chain(choice.append.iter().cloned()).collect()
 }
 
 /// The first value of `f` over the session's conversation entries.
@@ -385,8 +404,40 @@ mod tests {
             tools.as_ref().unwrap(),
             &json!([{"name": "Bash", "description": "", "input_schema": {"type": "object"}}])
         );
-        assert!(plan.system_message_params.is_empty());
+        // The layout's system-message params stay (2.1.328 records-free).
+        assert_eq!(plan.system_message_params, ["output_config"]);
         assert!(extras.user_context.is_none() && extras.per_process.is_none());
+    }
+
+    #[test]
+    fn a_session_without_shapes_uses_its_prompt_snapshot() {
+        // 2.1.328 custom-system-prompt without its records, the built-in
+        // profile (no prompt text, no tools): the session's snapshot gives
+        // the prompt `--system-prompt` made, the prefix and the tools.
+        let src = Path::new(FIX).join("cc-2.1.328/custom-system-prompt/transcripts");
+        let dir = tempfile::tempdir().unwrap();
+        for f in discover(&[src]).files {
+            let text = std::fs::read_to_string(&f.path).unwrap();
+            let kept: String =
+                text.lines().filter(|l| !l.contains("\"api-request")).map(|l| format!("{l}\n")).collect();
+            std::fs::write(dir.path().join(f.path.file_name().unwrap()), kept).unwrap();
+        }
+        let disc = discover(&[dir.path().to_path_buf()]);
+        let setup = Setup::default();
+        let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        let (plan, _) = out.into_iter().next().unwrap().unwrap();
+        let SystemSource::Rendered { blocks, tools } = &plan.system else { panic!("{:?}", plan.system) };
+        let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+        assert_eq!(texts, [setup.profile.cli_prefix.sdk.as_str(), "You are a terse reviewer."]);
+        assert_eq!(tools.as_ref().and_then(Value::as_array).map(Vec::len), Some(11));
+        // A what-if append is the last section, with the profile's prefix for it.
+        let overrides = Overrides { append_system_prompt: Some("Answer in French.".into()), ..Overrides::default() };
+        let setup = Setup { overrides, ..Setup::default() };
+        let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        let (plan, _) = out.into_iter().next().unwrap().unwrap();
+        let SystemSource::Rendered { blocks, .. } = &plan.system else { panic!("{:?}", plan.system) };
+        assert_eq!(blocks[0]["text"], setup.profile.cli_prefix.sdk_with_append);
+        assert_eq!(blocks[1]["text"], "You are a terse reviewer.\n\nAnswer in French.");
     }
 
     #[test]
