@@ -52,8 +52,11 @@ pub struct Layout {
     /// System-role attachments are sent as user text (a layout without
     /// `role: "system"` turns).
     pub system_attachments_as_user: bool,
-    /// Params copied into every `role: "system"` message when the system
-    /// prompt comes from the session's shapes (2.1.328: `output_config`).
+    /// Params a `role: "system"` message carries when their value changed
+    /// since the last system turn that carried them — the first one, and a
+    /// CLI process's other `--effort` (then an empty system turn when no
+    /// attachment makes one); 2.1.328/2.1.332: `output_config`. `profile
+    /// extract` reads them off the capture's system messages.
     pub system_message_params: Vec<String>,
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]

@@ -6,7 +6,8 @@
 //! `--env`. What makes it work: the system messages carry the layout's
 //! params (`output_config`), and the session's `prompt_snapshot`
 //! attachments give the prompt its own flags and model made
-//! (`--system-prompt`, `--append-system-prompt`, `--model sonnet`).
+//! (`--system-prompt`, `--append-system-prompt`, `--model sonnet`), and
+//! each CLI process's `--effort` (the `--env` snapshot's argv).
 //! Also: 2.1.332, the newest release, byte-equal in records mode and in
 //! pipeline mode with its records. The stripped copies are made in a
 //! tempdir at test time; none is committed.
@@ -33,7 +34,12 @@ const CC_2_1_328: [(&str, u64); 14] = [
 ];
 
 /// The 2.1.332 fixtures and their conversation requests.
-const CC_2_1_332: [(&str, u64); 4] = [("hello", 1), ("bash-tool", 2), ("memory-files", 2), ("skill", 1)];
+/// `resume-effort-change` (scripts/scenarios/records_free.py): three
+/// processes, the second resumed with `--effort high`, the third with
+/// `--model sonnet --effort low` — `output_config` goes on a system turn
+/// only when the effort changed (an empty system turn when no attachment
+/// makes one), and each request's own says its process's effort.
+const CC_2_1_332: [(&str, u64); 4] = [("hello", 1), ("bash-tool", 2), ("memory-files", 2), ("resume-effort-change", 3)];
 
 fn fixture(release: &str, scenario: &str) -> PathBuf {
     Path::new("tests/fixtures").join(release).join(scenario)

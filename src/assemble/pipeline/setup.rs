@@ -13,8 +13,13 @@
 //! - `layout.system_from_shape` (2.1.3xx) and a session with shapes: the
 //!   session's recorded system prompt and tools (`api-request-shape`),
 //!   edited by the overrides.
-//! - Otherwise the system blocks are rendered from the profile
-//!   (`system_prompt`, `system_blocks`), and the layout's fields add what
+//! - Otherwise the system blocks are rendered: with
+//!   `layout.system_from_snapshot` and a session that writes
+//!   `prompt_snapshot`s (2.1.3xx with its records stripped), from the
+//!   session's own prompt sections and CLI prefix ([`super::snapshot`]);
+//!   else from the profile (`system_prompt`, `system_blocks`). The
+//!   layout's `system_message_params` go on every system turn either way.
+//!   The layout's fields add what
 //!   the transcript does not hold: the user context prepended
 //!   (`user_context_message`), the skills listing per CLI process
 //!   (`skills_per_process`), the todo reminder (`todo_reminder`),
@@ -120,7 +125,7 @@ impl Setup {
     pub fn note(&self) -> Option<String> {
         (!self.profile.has_prompt_text()).then(|| {
             format!(
-                "profile {:?} has no prompt text: sessions without a recorded shape get the CLI prefix as system prompt{}; extract a profile from a capture (ctxasm profile extract) for the real text",
+                "profile {:?} has no prompt text: sessions without a recorded shape or prompt snapshot get the CLI prefix as system prompt{}; extract a profile from a capture (ctxasm profile extract) for the real text",
                 self.profile.name,
                 if self.overrides.tools.is_none() { " and tools named after their tool calls with empty schemas" } else { "" }
             )
@@ -132,6 +137,9 @@ impl Setup {
         let facts = self.facts(session);
         let mut extras = Extras::default();
         let mut plan = self.base_plan();
+        if self.overrides.effort.is_none() {
+            plan.process_params = process_params(&plan, &facts.env.argv);
+        }
         let choice = PromptChoice {
             custom: self.overrides.system_prompt.clone(),
             append: self.overrides.append_system_prompt.clone(),
@@ -277,6 +285,41 @@ impl Setup {
             rule_reminders(session, m, extras);
         }
     }
+}
+
+/// Per CLI process (`argv`: each process's arguments, the `--env`
+/// snapshot's), the params its `--effort X` sets: `output_config.effort`,
+/// when the release sends an `output_config` (2.1.332 captures: the
+/// requests of a resumed process with `--effort high` say `high`).
+fn process_params(plan: &Plan, argv: &[Vec<String>]) -> Vec<Vec<(String, Value)>> {
+    let Some((_, config)) = plan.params.iter().find(|(k, _)| k == "output_config") else { return Vec::new() };
+    let effort_of = |args: &[String]| -> Option<String> {
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if a == "--effort" {
+                return it.next().cloned();
+            }
+            if let Some(v) = a.strip_prefix("--effort=") {
+                return Some(v.to_string());
+            }
+        }
+        None
+    };
+    if !argv.iter().any(|a| effort_of(a).is_some()) {
+        return Vec::new();
+    }
+    argv.iter()
+        .map(|args| {
+            let mut c = config.clone();
+            match effort_of(args) {
+                Some(e) if c.is_object() => {
+                    c["effort"] = json!(e);
+                    vec![("output_config".to_string(), c)]
+                }
+                _ => Vec::new(),
+            }
+        })
+        .collect()
 }
 
 /// The prompt sections of a session's snapshot under the what-if choice:
@@ -476,6 +519,21 @@ mod tests {
         let SystemSource::SessionShape(edits) = &plan.system else { panic!("{:?}", plan.system) };
         assert_eq!(edits.append.as_deref(), Some("Answer in French."));
         assert_eq!(edits.prefix.as_deref(), Some(setup.profile.cli_prefix.sdk_with_append.as_str()));
+    }
+
+    #[test]
+    fn each_process_effort_comes_from_its_argv() {
+        let plan = Plan::cc_2_1_328();
+        let argv = |v: &[&[&str]]| v.iter().map(|a| a.iter().map(|x| x.to_string()).collect()).collect::<Vec<_>>();
+        assert!(process_params(&plan, &argv(&[&["-p"], &["-p", "--resume", "x"]])).is_empty());
+        let got = process_params(&plan, &argv(&[&["-p"], &["-p", "--effort", "high"], &["--effort=low"]]));
+        let efforts: Vec<Option<Value>> = got.iter().map(|p| p.first().map(|(_, v)| v["effort"].clone())).collect();
+        assert_eq!(efforts, [None, Some(json!("high")), Some(json!("low"))]);
+        assert_eq!(got[1][0].0, "output_config");
+        // A release that sends no output_config: nothing to set.
+        let mut old = Plan::cc_2_1_328();
+        old.params.retain(|(k, _)| k != "output_config");
+        assert!(process_params(&old, &argv(&[&["--effort", "high"]])).is_empty());
     }
 
     #[test]
