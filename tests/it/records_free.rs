@@ -131,6 +131,22 @@ fn issue_12_records_free_2_1_328_is_byte_equal() {
 }
 
 #[test]
+fn issue_12_records_free_2_1_328_needs_no_env() {
+    // Everything session-specific is in the transcript: the attachments'
+    // rendered text and the prompt snapshot (the environment section and
+    // gitStatus are attachments in 2.1.3xx; no scenario sets `--effort`).
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = merged_profile("cc-2.1.328", tmp.path());
+    for (scenario, n) in CC_2_1_328 {
+        let stripped = tmp.path().join(scenario);
+        strip_records(&fixture("cc-2.1.328", scenario).join("transcripts"), &stripped);
+        let (code, counts, v) =
+            verify("cc-2.1.328", scenario, &stripped, &["--mode", "pipeline", "--profile", &profile]);
+        assert_eq!((code, counts), (Some(0), [n, n, n, 0, 0]), "{scenario} records-free, no --env: {v}");
+    }
+}
+
+#[test]
 fn issue_12_records_free_2_1_332_is_byte_equal() {
     records_free_release("cc-2.1.332", &CC_2_1_332);
 }
@@ -156,4 +172,18 @@ fn issue_12_2_1_332_is_byte_equal_in_pipeline_mode() {
         let (code, counts, v) = verify("cc-2.1.332", scenario, &dir.join("transcripts"), &args);
         assert_eq!((code, counts), (Some(0), [n, n, n, 0, 0]), "{scenario}: {v}");
     }
+}
+
+#[test]
+fn issue_12_a_resumed_effort_needs_the_argv() {
+    // No transcript line says a process ran with `--effort`: without the
+    // `--env` snapshot's argv only the first request (default effort) is
+    // byte-equal, records or not.
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = merged_profile("cc-2.1.332", tmp.path());
+    let stripped = tmp.path().join("s");
+    strip_records(&fixture("cc-2.1.332", "resume-effort-change").join("transcripts"), &stripped);
+    let (code, counts, v) =
+        verify("cc-2.1.332", "resume-effort-change", &stripped, &["--mode", "pipeline", "--profile", &profile]);
+    assert_eq!((code, counts), (Some(1), [3, 3, 1, 0, 0]), "{v}");
 }
