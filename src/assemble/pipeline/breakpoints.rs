@@ -6,7 +6,7 @@
 //! it is last). 2.0.77 marks the last two messages so (the profile's
 //! `layout.message_breakpoints`; `tests/fixtures/cc-2.0.77`). A block the
 //! API refuses to mark — thinking, redacted thinking, empty text — is
-//! skipped for the block before it; a message of no blocks, for the
+//! skipped for the block before it; a system turn of no blocks, for the
 //! message before it.
 
 use super::normalize::with_member;
@@ -24,9 +24,11 @@ fn can_carry(b: &Json<'_>) -> bool {
 /// Put `cache_control: value` on the last markable block of each of the
 /// last `count` messages; returns whether the last message got one.
 pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>, count: usize) -> bool {
-    // A message of no blocks (an empty system turn that only carries
-    // members, 2.1.332) is not counted: the one before it is marked.
-    let hollow = |m: &Json<'_>| matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty());
+    // A system turn of no blocks (one that only carries members, 2.1.332)
+    // is not counted: the message before it is marked.
+    let hollow = |m: &Json<'_>| {
+        m.get_str("role") == Some("system") && matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty())
+    };
     let n = messages.iter().rposition(|m| !hollow(m)).map_or(0, |i| i + 1);
     let targets: Vec<usize> = (0..n).rev().filter(|&i| !hollow(messages[i])).take(count).collect();
     let mut last_marked = false;
