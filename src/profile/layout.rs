@@ -146,6 +146,11 @@ mod tests {
         assert_eq!(serde_json::to_value(&changed).unwrap()["layout"]["todo_reminder"], false);
         let back: Profile = serde_json::from_str(&changed.to_json()).unwrap();
         assert_eq!(back.layout, changed.layout);
+        // A layout object written before a field existed loads it off.
+        let mut older = serde_json::to_value(&changed).unwrap();
+        older["layout"].as_object_mut().unwrap().remove("system_from_snapshot");
+        let older: Profile = serde_json::from_value(older).unwrap();
+        assert!(!older.layout.system_from_snapshot);
         v["layout"] = "2.0.x".into();
         let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
         assert!(err.contains("unknown layout \"2.0.x\""), "{err}");
