@@ -14,7 +14,10 @@
 //! (the wire list also holds a `defer_loading` placeholder the snapshot
 //! leaves out, so the profile's tools come first). The first snapshot of a
 //! process has `systemPrompt` only; the next adds the prefix and tools, so
-//! each part is the first the session wrote.
+//! each part is the first the session wrote. One per session: a resumed
+//! process keeps the session's prompt and writes no new snapshot (2.1.332
+//! captures resumed with `--append-system-prompt`, `--model sonnet`,
+//! `--effort`: the same system blocks in every request).
 
 use crate::corpus::Session;
 use crate::json::{Json, writer};
