@@ -20,6 +20,11 @@ pub struct Layout {
     /// The transcript records each request's system blocks and tools
     /// (`api-request-shape`, 2.1.3xx): a session that has them uses them.
     pub system_from_shape: bool,
+    /// The transcript writes the session's system prompt, CLI prefix and
+    /// tools in `prompt_snapshot` attachments (2.1.3xx): a session without
+    /// shapes that has them uses them for the rendered system side (records
+    /// stripped; the prompt the session's own flags and model made).
+    pub system_from_snapshot: bool,
     /// The default prompt has a static/dynamic boundary (2.1.88): its static
     /// sections are sent verbatim in a block of their own (global cache
     /// scope), the dynamic ones rendered after the boundary marker. Without
@@ -47,8 +52,11 @@ pub struct Layout {
     /// System-role attachments are sent as user text (a layout without
     /// `role: "system"` turns).
     pub system_attachments_as_user: bool,
-    /// Params copied into every `role: "system"` message when the system
-    /// prompt comes from the session's shapes (2.1.328: `output_config`).
+    /// Params a `role: "system"` message carries when their value changed
+    /// since the last system turn that carried them — the first one, and a
+    /// CLI process's other `--effort` (then an empty system turn when no
+    /// attachment makes one); 2.1.328/2.1.332: `output_config`. `profile
+    /// extract` reads them off the capture's system messages.
     pub system_message_params: Vec<String>,
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]
@@ -65,6 +73,7 @@ impl Default for Layout {
         Layout {
             name: String::new(),
             system_from_shape: false,
+            system_from_snapshot: false,
             dynamic_boundary: false,
             system_context_in_prompt: false,
             user_context_message: false,
@@ -137,6 +146,11 @@ mod tests {
         assert_eq!(serde_json::to_value(&changed).unwrap()["layout"]["todo_reminder"], false);
         let back: Profile = serde_json::from_str(&changed.to_json()).unwrap();
         assert_eq!(back.layout, changed.layout);
+        // A layout object written before a field existed loads it off.
+        let mut older = serde_json::to_value(&changed).unwrap();
+        older["layout"].as_object_mut().unwrap().remove("system_from_snapshot");
+        let older: Profile = serde_json::from_value(older).unwrap();
+        assert!(!older.layout.system_from_snapshot);
         v["layout"] = "2.0.x".into();
         let err = serde_json::from_value::<Profile>(v).unwrap_err().to_string();
         assert!(err.contains("unknown layout \"2.0.x\""), "{err}");
@@ -152,6 +166,7 @@ mod tests {
         let cc = Profile::load("cc-2.1.328").unwrap().layout;
         assert_eq!(cc.name, "cc-2.1.328");
         assert!(cc.system_from_shape && !cc.dynamic_boundary && !cc.system_context_in_prompt);
+        assert!(cc.system_from_snapshot && !seed.system_from_snapshot);
         assert!(!cc.user_context_message && !cc.skills_per_process && !cc.todo_reminder && !cc.rules_after_read);
         assert!(!cc.attachments_into_tool_result && !cc.system_attachments_as_user);
         assert_eq!(cc.system_message_params, ["output_config"]);

@@ -16,6 +16,7 @@ mod profiles;
 mod public_validity;
 mod real_cli;
 mod records;
+mod records_free;
 mod robustness;
 mod send;
 mod stats;

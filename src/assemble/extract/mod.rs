@@ -76,7 +76,36 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    if wire.is_some() {
+        let before = profile.layout.clone();
+        if let Some(params) = system_message_members(&lines) {
+            profile.layout.system_message_params = params;
+        }
+        // Transcripts that write the session's prompt (records-free replay).
+        profile.layout.system_from_snapshot |= held.iter().any(|t| t.contains(r#""type":"prompt_snapshot""#));
+        if profile.layout != before {
+            profile.layout.name = format!("cc-{}", profile.version);
+        }
+    }
     Ok(profile)
+}
+
+/// The members a capture's `role: "system"` messages carry besides `role`
+/// and `content` (2.1.328: `output_config`, the request's own value), in
+/// their order; `None` when no request has a system message.
+fn system_message_members(lines: &[Value]) -> Option<Vec<String>> {
+    let mut seen = false;
+    let mut out: Vec<String> = Vec::new();
+    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
+    for m in messages.filter(|m| m["role"] == "system") {
+        seen = true;
+        for k in m.as_object().into_iter().flat_map(|o| o.keys()) {
+            if k != "role" && k != "content" && !out.contains(k) {
+                out.push(k.clone());
+            }
+        }
+    }
+    seen.then_some(out)
 }
 
 /// One profile from several captures of one release (each with its own
@@ -132,6 +161,10 @@ fn merge(into: &mut Profile, other: Profile) {
     l.system_context_in_prompt |= o.system_context_in_prompt;
     l.user_context_message |= o.user_context_message;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
+    l.system_from_snapshot |= o.system_from_snapshot;
+    if l.system_message_params.is_empty() {
+        l.system_message_params.clone_from(&o.system_message_params);
+    }
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
@@ -363,6 +396,71 @@ mod tests {
                 ("claude-haiku-4-5-20251001", "Haiku 4.5", None)
             ]
         );
+    }
+
+    /// A copy of a fixture's capture in a tempdir, each request's body
+    /// edited by `edit`, with `transcript` (if any) as the transcripts
+    /// beside it.
+    fn edited_capture(fixture: &str, edit: impl Fn(&mut Value), transcript: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(fixture).join("wire.jsonl");
+        let mut out = String::new();
+        for line in std::fs::read_to_string(src).unwrap().lines() {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            edit(&mut v["body"]);
+            out.push_str(&serde_json::to_string(&v).unwrap());
+            out.push('\n');
+        }
+        std::fs::write(dir.path().join("wire.jsonl"), out).unwrap();
+        if let Some(t) = transcript {
+            std::fs::create_dir_all(dir.path().join("transcripts/p")).unwrap();
+            std::fs::write(dir.path().join("transcripts/p/s.jsonl"), t).unwrap();
+        }
+        dir
+    }
+
+    fn env_of(fixture: &str) -> SessionEnv {
+        SessionEnv::from_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(fixture).join("env"))
+            .unwrap()
+    }
+
+    #[test]
+    fn system_message_members_are_the_captures() {
+        // 2.1.332 sends `output_config` on its system turns: the built-in
+        // layout. A capture whose system turns carry none says so.
+        let env = env_of("cc-2.1.332/hello");
+        let same = edited_capture("cc-2.1.332/hello", |_| {}, None);
+        let p = extract(&same.path().join("wire.jsonl"), Some(&env)).unwrap();
+        assert_eq!(p.layout, Profile::load("cc-2.1.328").unwrap().layout);
+        let strip = |b: &mut Value| {
+            for m in b["messages"].as_array_mut().into_iter().flatten() {
+                if let Some(o) = m.as_object_mut().filter(|o| o["role"] == "system") {
+                    o.remove("output_config");
+                }
+            }
+        };
+        let none = edited_capture("cc-2.1.332/hello", strip, None);
+        let p = extract(&none.path().join("wire.jsonl"), Some(&env)).unwrap();
+        assert!(p.layout.system_message_params.is_empty(), "{:?}", p.layout);
+        assert_eq!(p.layout.name, "cc-2.1.332");
+        let members = |m: Value| system_message_members(&[serde_json::json!({"body": {"messages": m}})]);
+        assert_eq!(members(serde_json::json!([{"role": "user", "content": "x"}])), None);
+        let two = serde_json::json!([{"role": "system", "content": "a", "b": 1}, {"role": "system", "content": "c", "d": 2, "b": 3}]);
+        assert_eq!(members(two), Some(vec!["b".to_string(), "d".to_string()]));
+    }
+
+    #[test]
+    fn prompt_snapshots_beside_the_capture_are_a_layout_choice() {
+        // 2.1.88 writes no prompt_snapshot: the seed layout. The same capture
+        // beside a transcript that writes one uses it.
+        let env = env_of("cc-2.1.88/hello");
+        let plain = edited_capture("cc-2.1.88/hello", |_| {}, Some("{\"type\":\"user\"}\n"));
+        let p = extract(&plain.path().join("wire.jsonl"), Some(&env)).unwrap();
+        assert!(!p.layout.system_from_snapshot && p.layout.name == "seed", "{:?}", p.layout);
+        let snap = r#"{"type":"attachment","attachment":{"type":"prompt_snapshot","systemPrompt":["x"]}}"#;
+        let with = edited_capture("cc-2.1.88/hello", |_| {}, Some(snap));
+        let p = extract(&with.path().join("wire.jsonl"), Some(&env)).unwrap();
+        assert!(p.layout.system_from_snapshot && p.layout.name == "cc-2.1.88", "{:?}", p.layout);
     }
 
     #[test]

@@ -14,11 +14,13 @@ use crate::assemble::wire::{self, custom_id, id_session_part};
 use crate::assemble::{Body, Request};
 use crate::json::Json;
 
-/// The request of turn `n`, whose first entry is `first`.
+/// The request of turn `n`, whose first entry is `first`, sent by CLI
+/// process `process` (its params: [`super::plan::Statics::params_of`]).
 pub(crate) fn build_request<'a>(
     cx: &ChainCtx<'a, '_>,
     n: usize,
     first: usize,
+    process: Option<usize>,
     messages: Vec<&'a Json<'a>>,
     system: SystemParts<'_, 'a>,
     header: Option<&str>,
@@ -46,7 +48,7 @@ pub(crate) fn build_request<'a>(
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
-        params: cx.statics.params.clone(),
+        params: cx.statics.params_of(process).to_vec(),
         stream: true,
         betas: cx.statics.betas.clone(),
     };

@@ -6,7 +6,8 @@
 //! it is last). 2.0.77 marks the last two messages so (the profile's
 //! `layout.message_breakpoints`; `tests/fixtures/cc-2.0.77`). A block the
 //! API refuses to mark — thinking, redacted thinking, empty text — is
-//! skipped for the block before it.
+//! skipped for the block before it; a system turn of no blocks, for the
+//! message before it.
 
 use super::normalize::with_member;
 use crate::json::Json;
@@ -23,10 +24,16 @@ fn can_carry(b: &Json<'_>) -> bool {
 /// Put `cache_control: value` on the last markable block of each of the
 /// last `count` messages; returns whether the last message got one.
 pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>, count: usize) -> bool {
-    let n = messages.len();
+    // A system turn of no blocks (one that only carries members, 2.1.332)
+    // is not counted: the message before it is marked.
+    let hollow = |m: &Json<'_>| {
+        m.get_str("role") == Some("system") && matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty())
+    };
+    let n = messages.iter().rposition(|m| !hollow(m)).map_or(0, |i| i + 1);
+    let targets: Vec<usize> = (0..n).rev().filter(|&i| !hollow(messages[i])).take(count).collect();
     let mut last_marked = false;
-    for (k, m) in messages.iter_mut().enumerate().skip(n.saturating_sub(count)) {
-        let marked = mark(bump, m, value);
+    for &k in targets.iter().rev() {
+        let marked = mark(bump, &mut messages[k], value);
         last_marked = k + 1 == n && marked;
     }
     last_marked
@@ -76,5 +83,16 @@ mod tests {
         assert_eq!(marked, [false, true, true]);
         let mut none: Vec<&Json> = vec![];
         assert!(!add_cache_breakpoints(&bump, &mut none, cc, 1));
+        // An empty system turn last (2.1.332 `--effort` on a resume): the
+        // message before it is marked.
+        let hollow: &Json = bump.alloc(
+            LineParser::new()
+                .parse(&bump, br#"{"role":"system","content":[],"output_config":{"effort":"high"}}"#)
+                .unwrap(),
+        );
+        let mut tail = vec![a, m, hollow];
+        assert!(add_cache_breakpoints(&bump, &mut tail, cc, 1));
+        let marked: Vec<bool> = tail.iter().map(|x| x.to_compact_string().contains("cache_control")).collect();
+        assert_eq!(marked, [false, true, false]);
     }
 }

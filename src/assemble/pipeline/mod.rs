@@ -47,6 +47,7 @@ mod reminders;
 pub mod report;
 pub mod setup;
 mod share;
+pub mod snapshot;
 mod system;
 pub mod system_blocks;
 pub mod system_prompt;
@@ -110,7 +111,8 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
         let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
         match system::select_system(cx, &mut st, turn.first) {
             Ok(system) => {
-                out.requests.push(body::build_request(cx, n, turn.first, messages, system, header.as_deref()))
+                let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
+                out.requests.push(body::build_request(cx, n, turn.first, process, messages, system, header.as_deref()))
             }
             Err(d) => out.diagnostics.push(d),
         }

@@ -46,13 +46,17 @@ pub enum Piece<'a> {
     Assistant { id: Option<&'a str>, blocks: &'a [Json<'a>] },
     /// Text an attachment adds.
     Attachment { role: AttachmentRole, texts: SmallVec<[&'a str; 2]> },
+    /// From here on, the members system turns carry (a CLI process's
+    /// `--effort`, after the prompt that started it): sends nothing itself.
+    Params { extra: &'a [(&'a str, Json<'a>)] },
 }
 
 /// Profile-dependent normalization choices.
 #[derive(Debug, Clone, Default)]
 pub struct Rules<'a> {
-    /// Members appended to every `role: "system"` message (2.1.328:
-    /// `output_config`).
+    /// Members a `role: "system"` message carries when they differ from
+    /// the last ones sent (2.1.328: `output_config`), until a
+    /// [`Piece::Params`] says otherwise.
     pub system_message_extra: Vec<(&'a str, Json<'a>)>,
     /// System-role attachments are sent as user text (layouts without
     /// system turns).
@@ -167,7 +171,8 @@ fn is_blank_text(b: &Json<'_>) -> bool {
 enum Msg<'a> {
     User(Vec<Json<'a>>),
     Assistant(Option<&'a str>, Vec<Json<'a>>),
-    System(Vec<&'a str>),
+    /// Texts (none: an empty turn that only carries members) and members.
+    System(Vec<&'a str>, &'a [(&'a str, Json<'a>)]),
 }
 
 /// Build the API messages (content always as block lists; the wire's
@@ -176,7 +181,7 @@ enum Msg<'a> {
 pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
     let mut report = Report::default();
     let order = reorder_attachments(pieces, rules);
-    let mut msgs = build_messages(bump, &order, &mut report);
+    let mut msgs = build_messages(bump, &order, rules, &mut report);
     drop_hollow_assistants(&mut msgs, &mut report);
     let merged = merge_user_messages(bump, msgs, rules, &mut report);
     let out = merged
@@ -185,10 +190,11 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
             match m {
                 Msg::User(blocks) => message(bump, "user", &blocks, &[]),
                 Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
-                Msg::System(texts) => {
+                Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
+                Msg::System(texts, extra) => {
                     let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
                     let block = text_block(bump, bump.alloc_str(&text));
-                    message(bump, "system", &[block], &rules.system_message_extra)
+                    message(bump, "system", &[block], extra)
                 }
             }
         })
@@ -214,6 +220,7 @@ fn reorder_attachments<'a>(pieces: &[Piece<'a>], rules: &Rules<'a>) -> Vec<Piece
                 while at > 0 {
                     match &order[at - 1] {
                         Piece::User { tool_results: false, .. }
+                        | Piece::Params { .. }
                         | Piece::Attachment { role: AttachmentRole::System, .. } => at -= 1,
                         _ => break,
                     }
@@ -228,10 +235,16 @@ fn reorder_attachments<'a>(pieces: &[Piece<'a>], rules: &Rules<'a>) -> Vec<Piece
 
 /// Step 3: pieces → messages (consecutive user-role attachments one user
 /// message, consecutive system-role ones one system turn, assistant lines
-/// of one `message.id` one message).
-fn build_messages<'a>(bump: &'a Bump, order: &[Piece<'a>], report: &mut Report) -> Vec<Msg<'a>> {
+/// of one `message.id` one message). A system turn carries the members in
+/// force when they differ from the last ones sent; a [`Piece::Params`]
+/// change of members sent before that no system turn carries before the
+/// next assistant message (or the end) gets an empty system turn of its own
+/// (2.1.332 captures: `--effort` on a resume with no new system
+/// attachment).
+fn build_messages<'a>(bump: &'a Bump, order: &[Piece<'a>], rules: &Rules<'a>, report: &mut Report) -> Vec<Msg<'a>> {
     let mut msgs: Vec<Msg<'a>> = Vec::new();
     let mut prev_user_attachment = false;
+    let mut members = Members::new(bump.alloc_slice_copy(&rules.system_message_extra));
     for p in order {
         match p {
             Piece::Attachment { role: AttachmentRole::User, texts } => {
@@ -244,21 +257,71 @@ fn build_messages<'a>(bump: &'a Bump, order: &[Piece<'a>], report: &mut Report) 
                 continue;
             }
             Piece::Attachment { role: AttachmentRole::System, texts } => match msgs.last_mut() {
-                Some(Msg::System(prev)) => prev.extend(texts.iter().copied()),
-                _ => msgs.push(Msg::System(texts.to_vec())),
+                Some(Msg::System(prev, _)) if !prev.is_empty() => prev.extend(texts.iter().copied()),
+                _ => msgs.push(Msg::System(texts.to_vec(), members.carry())),
             },
+            Piece::Params { extra } => {
+                members.set(extra);
+                continue;
+            }
             Piece::User { blocks, .. } => msgs.push(Msg::User(blocks.to_vec())),
-            Piece::Assistant { id, blocks } => match msgs.last_mut() {
-                Some(Msg::Assistant(prev_id, prev)) if id.is_some() && prev_id == id => {
-                    report.merged_assistant_lines += 1;
-                    prev.extend_from_slice(blocks)
+            Piece::Assistant { id, blocks } => {
+                members.announce(&mut msgs);
+                match msgs.last_mut() {
+                    Some(Msg::Assistant(prev_id, prev)) if id.is_some() && prev_id == id => {
+                        report.merged_assistant_lines += 1;
+                        prev.extend_from_slice(blocks)
+                    }
+                    _ => msgs.push(Msg::Assistant(*id, blocks.to_vec())),
                 }
-                _ => msgs.push(Msg::Assistant(*id, blocks.to_vec())),
-            },
+            }
         }
         prev_user_attachment = false;
     }
+    members.announce(&mut msgs);
     msgs
+}
+
+/// The system-turn members in force, the last ones sent, and whether a
+/// [`Piece::Params`] set them since a system turn last could carry them.
+struct Members<'a> {
+    current: &'a [(&'a str, Json<'a>)],
+    sent: Option<&'a [(&'a str, Json<'a>)]>,
+    pending: bool,
+}
+
+impl<'a> Members<'a> {
+    fn new(current: &'a [(&'a str, Json<'a>)]) -> Self {
+        Members { current, sent: None, pending: false }
+    }
+
+    fn set(&mut self, extra: &'a [(&'a str, Json<'a>)]) {
+        self.current = extra;
+        self.pending = true;
+    }
+
+    /// The members a new system turn carries: the current ones when they
+    /// are not the last sent.
+    fn carry(&mut self) -> &'a [(&'a str, Json<'a>)] {
+        self.pending = false;
+        if self.current.is_empty() || self.sent == Some(self.current) {
+            return &[];
+        }
+        self.sent = Some(self.current);
+        self.current
+    }
+
+    /// An empty system turn for members set and not carried yet — a
+    /// change only: before any system turn was sent (a transcript of a
+    /// release without system turns) nothing is announced.
+    fn announce(&mut self, msgs: &mut Vec<Msg<'a>>) {
+        if self.pending && self.sent.is_some() {
+            let extra = self.carry();
+            if !extra.is_empty() {
+                msgs.push(Msg::System(Vec::new(), extra));
+            }
+        }
+    }
 }
 
 /// Assistant messages (fragments merged) of only thinking or blank text are
@@ -282,7 +345,7 @@ fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, report: &mut Report) {
 fn merge_user_messages<'a>(bump: &'a Bump, msgs: Vec<Msg<'a>>, rules: &Rules<'a>, report: &mut Report) -> Vec<Msg<'a>> {
     let mut merged: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
     for m in msgs {
-        let prev_user = merged.iter().rposition(|p| !matches!(p, Msg::System(_)));
+        let prev_user = merged.iter().rposition(|p| !matches!(p, Msg::System(..)));
         match (prev_user.map(|i| &mut merged[i]), m) {
             (Some(Msg::User(prev)), Msg::User(next)) => {
                 report.merged_user_messages += 1;
@@ -352,7 +415,7 @@ mod tests {
             .iter()
             .map(|e| match piece_of_entry(&bump, e).unwrap() {
                 Piece::Assistant { blocks, .. } | Piece::User { blocks, .. } => Json::Arr(blocks).to_compact_string(),
-                Piece::Attachment { .. } => String::new(),
+                Piece::Attachment { .. } | Piece::Params { .. } => String::new(),
             })
             .collect();
         assert_eq!(
@@ -387,6 +450,60 @@ mod tests {
             "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"A\"},{\"type\":\"text\",\"text\":\"B\\n\"},{\"type\":\"text\",\"text\":\"hi\"}]}\n{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"env\\n\\ndate\"}]}"
         );
         assert_eq!(report.merged_user_messages, 1);
+    }
+
+    #[test]
+    fn system_turns_carry_members_when_they_change() {
+        // 2.1.332 resume-effort-change: the first system turn carries the
+        // effort; a process with another effort and no system attachment
+        // gets an empty system turn after its prompt; a system turn of an
+        // unchanged effort carries nothing.
+        let bump = Bump::new();
+        let effort = |e: &'static str| -> &'static [(&'static str, Json<'static>)] {
+            let config: &'static [(&'static str, Json<'static>)] = Box::leak(Box::new([("effort", Json::Str(e))]));
+            Box::leak(Box::new([("output_config", Json::Obj(config))]))
+        };
+        let user = |t: &'static str| Piece::User {
+            blocks: bump.alloc_slice_copy(&[text_block(&bump, t)]),
+            tool_results: false,
+        };
+        let sys = |t: &'static str| Piece::Attachment { role: AttachmentRole::System, texts: smallvec![t] };
+        let answer = |id: &'static str| Piece::Assistant {
+            id: Some(id),
+            blocks: bump.alloc_slice_copy(&[text_block(&bump, "ok")]),
+        };
+        let pieces = vec![
+            user("first"),
+            Piece::Params { extra: effort("medium") },
+            sys("env"),
+            answer("m0"),
+            user("second"),
+            Piece::Params { extra: effort("high") },
+            answer("m1"),
+            user("third"),
+            Piece::Params { extra: effort("high") },
+            sys("model"),
+        ];
+        let rules = Rules { system_message_extra: effort("medium").to_vec(), ..Rules::default() };
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        let lines: Vec<String> = msgs.iter().map(|m| m.to_compact_string()).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"{"role":"user","content":[{"type":"text","text":"first"}]}"#,
+                r#"{"role":"system","content":[{"type":"text","text":"env"}],"output_config":{"effort":"medium"}}"#,
+                r#"{"role":"assistant","content":[{"type":"text","text":"ok"}]}"#,
+                r#"{"role":"user","content":[{"type":"text","text":"second"}]}"#,
+                r#"{"role":"system","content":[],"output_config":{"effort":"high"}}"#,
+                r#"{"role":"assistant","content":[{"type":"text","text":"ok"}]}"#,
+                r#"{"role":"user","content":[{"type":"text","text":"third"}]}"#,
+                r#"{"role":"system","content":[{"type":"text","text":"model"}]}"#,
+            ]
+        );
+        // Without members (older layouts: no Params pieces) nothing is added.
+        let older: Vec<Piece> = pieces.into_iter().filter(|p| !matches!(p, Piece::Params { .. })).collect();
+        let (plain, _) = normalize(&bump, &older, &Rules::default());
+        assert!(plain.iter().all(|m| m.get("output_config").is_none()), "{plain:?}");
     }
 
     #[test]

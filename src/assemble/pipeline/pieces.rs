@@ -1,5 +1,7 @@
 //! Stage: the pieces of one turn, in order — the prepended user context,
-//! then for each projected entry its own piece, the per-process reminder
+//! then for each projected entry its own piece, after a prompt that started
+//! a CLI process the system-turn members of that process (layouts that
+//! send some: `--effort` may differ per process), the per-process reminder
 //! on the prompt that started the running CLI process, the reminders
 //! anchored after it, and the memory rules a `Read` result brought in.
 //!
@@ -25,8 +27,12 @@ pub(crate) fn gather_pieces<'a>(
     let out = &mut st.scratch;
     out.clear();
     out.extend(cx.user_context.iter().cloned());
+    let sends_members = !cx.plan.system_message_params.is_empty();
     for &i in projected {
         out.extend(cx.pieces[i].iter().cloned());
+        if sends_members && let Some(k) = cx.process_starts.iter().position(|&s| s == i) {
+            out.push(Piece::Params { extra: cx.statics.system_extra_of(k) });
+        }
         if current_start == Some(i) {
             out.extend(cx.per_process.iter().cloned());
         }

@@ -65,9 +65,12 @@ pub struct Plan {
     pub billing_block: bool,
     /// The form of `metadata.user_id`.
     pub metadata: MetadataForm,
-    /// Param names copied into every `role: system` message (2.1.328:
-    /// `output_config`).
+    /// Param names a `role: system` turn carries when their value changed
+    /// since the last one sent (2.1.328: `output_config`).
     pub system_message_params: Vec<String>,
+    /// Per CLI process (the `--env` snapshot's argv order), the params it set
+    /// otherwise than the profile (`--effort`: `output_config`).
+    pub process_params: Vec<Vec<(String, serde_json::Value)>>,
     /// System-role attachments become user text (no system turns).
     pub system_attachments_as_user: bool,
     /// Attachment text after a string tool result is joined to it (2.1.88).
@@ -96,6 +99,7 @@ impl Plan {
             billing_block: profile.billing.header_block,
             metadata: profile.metadata,
             system_message_params: l.system_message_params.clone(),
+            process_params: Vec::new(),
             system_attachments_as_user: l.system_attachments_as_user,
             attachments_into_tool_result: l.attachments_into_tool_result,
             cache_control: serde_json::json!({"type": "ephemeral"}),
@@ -136,9 +140,17 @@ pub struct Extras {
     pub todo_reminder: Option<(String, usize)>,
 }
 
+/// Named members in order (params, or what a system turn carries).
+pub(crate) type Members<'a> = Vec<(&'a str, Json<'a>)>;
+
 /// A plan's values converted once per session into the arena.
 pub(crate) struct Statics<'a> {
     pub(crate) params: Vec<(&'a str, Json<'a>)>,
+    /// Per CLI process: its params and the members its system turns carry
+    /// ([`Plan::process_params`] applied); past the list, the plan's.
+    pub(crate) processes: Vec<(Members<'a>, &'a [(&'a str, Json<'a>)])>,
+    /// The members the system turns carry by default.
+    pub(crate) system_extra: &'a [(&'a str, Json<'a>)],
     pub(crate) cache_control: Json<'a>,
     /// Rendered system blocks (one node each for the whole session) and
     /// their segment keys (xxh3-128 of their bytes, computed once).
@@ -150,6 +162,18 @@ pub(crate) struct Statics<'a> {
     pub(crate) rules: Rules<'a>,
 }
 
+impl<'a> Statics<'a> {
+    /// The params of the requests of CLI process `k` (`None`: the plan's).
+    pub(crate) fn params_of(&self, k: Option<usize>) -> &[(&'a str, Json<'a>)] {
+        k.and_then(|k| self.processes.get(k)).map_or(&self.params, |(p, _)| p)
+    }
+
+    /// The members the system turns of CLI process `k` carry when changed.
+    pub(crate) fn system_extra_of(&self, k: usize) -> &'a [(&'a str, Json<'a>)] {
+        self.processes.get(k).map_or(self.system_extra, |(_, e)| *e)
+    }
+}
+
 /// The segment key of a value: xxh3-128 of its bytes.
 pub(crate) fn content_key(v: &Json<'_>) -> u128 {
     xxhash_rust::xxh3::xxh3_128(&writer::to_vec(v))
@@ -159,8 +183,26 @@ impl<'a> Statics<'a> {
     pub(crate) fn new(bump: &'a Bump, plan: &Plan) -> Self {
         let params: Vec<(&'a str, Json<'a>)> =
             plan.params.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect();
-        let system_extra =
-            params.iter().filter(|(k, _)| plan.system_message_params.iter().any(|p| p == k)).copied().collect();
+        let system_extra = |params: &[(&'a str, Json<'a>)]| -> Vec<(&'a str, Json<'a>)> {
+            params.iter().filter(|(k, _)| plan.system_message_params.iter().any(|p| p == k)).copied().collect()
+        };
+        let processes = plan
+            .process_params
+            .iter()
+            .map(|set| {
+                let mut own = params.clone();
+                for (k, v) in set {
+                    let v = Json::from_serde(bump, v);
+                    match own.iter_mut().find(|(x, _)| x == k) {
+                        Some(slot) => slot.1 = v,
+                        None => own.push((bump.alloc_str(k), v)),
+                    }
+                }
+                let extra: &'a [(&'a str, Json<'a>)] = bump.alloc_slice_copy(&system_extra(&own));
+                (own, extra)
+            })
+            .collect();
+        let system_extra: &'a [(&'a str, Json<'a>)] = bump.alloc_slice_copy(&system_extra(&params));
         let alloc = |v: &serde_json::Value| &*bump.alloc(Json::from_serde(bump, v));
         let (system, tools) = match &plan.system {
             SystemSource::SessionShape(edits) => (None, edits.tools.as_ref().map(alloc)),
@@ -172,13 +214,15 @@ impl<'a> Statics<'a> {
         };
         Statics {
             params,
+            processes,
+            system_extra,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
             tools_key: tools.map(content_key),
             tools,
             betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
             rules: Rules {
-                system_message_extra: system_extra,
+                system_message_extra: system_extra.to_vec(),
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
             },

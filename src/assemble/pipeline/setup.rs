@@ -13,8 +13,13 @@
 //! - `layout.system_from_shape` (2.1.3xx) and a session with shapes: the
 //!   session's recorded system prompt and tools (`api-request-shape`),
 //!   edited by the overrides.
-//! - Otherwise the system blocks are rendered from the profile
-//!   (`system_prompt`, `system_blocks`), and the layout's fields add what
+//! - Otherwise the system blocks are rendered: with
+//!   `layout.system_from_snapshot` and a session that writes
+//!   `prompt_snapshot`s (2.1.3xx with its records stripped), from the
+//!   session's own prompt sections and CLI prefix ([`super::snapshot`]);
+//!   else from the profile (`system_prompt`, `system_blocks`). The
+//!   layout's `system_message_params` go on every system turn either way.
+//!   The layout's fields add what
 //!   the transcript does not hold: the user context prepended
 //!   (`user_context_message`), the skills listing per CLI process
 //!   (`skills_per_process`), the todo reminder (`todo_reminder`),
@@ -27,6 +32,7 @@
 
 use super::contexts::{SystemContext, UserContext, contexts, render_user_context, skills_listing};
 use super::plan::{Extras, Plan, ShapeEdits, SystemSource};
+use super::snapshot::{PromptSnapshot, session_snapshot};
 use super::system_blocks::system_blocks;
 use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
 use crate::corpus::Session;
@@ -119,7 +125,7 @@ impl Setup {
     pub fn note(&self) -> Option<String> {
         (!self.profile.has_prompt_text()).then(|| {
             format!(
-                "profile {:?} has no prompt text: sessions without a recorded shape get the CLI prefix as system prompt{}; extract a profile from a capture (ctxasm profile extract) for the real text",
+                "profile {:?} has no prompt text: sessions without a recorded shape or prompt snapshot get the CLI prefix as system prompt{}; extract a profile from a capture (ctxasm profile extract) for the real text",
                 self.profile.name,
                 if self.overrides.tools.is_none() { " and tools named after their tool calls with empty schemas" } else { "" }
             )
@@ -131,6 +137,9 @@ impl Setup {
         let facts = self.facts(session);
         let mut extras = Extras::default();
         let mut plan = self.base_plan(&facts.model);
+        if self.overrides.effort.is_none() {
+            plan.process_params = process_params(&plan, &facts.env.argv);
+        }
         let mut choice = PromptChoice {
             custom: self.overrides.system_prompt.clone(),
             append: self.overrides.append_system_prompt.clone(),
@@ -141,19 +150,21 @@ impl Setup {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
         }
-        // No recorded shape (which holds them already): a what-if wins, else
-        // the prompt the session's CLI was given, when the snapshot's argv
-        // says.
-        let from_argv = |flag: &str| facts.env.flag(flag).map(str::to_string);
-        choice.custom = choice.custom.or_else(|| from_argv("--system-prompt"));
-        choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
-        // No recorded shape: the prompt is rendered from the profile. (The
-        // system messages then carry no params: what ctxasm has always done;
-        // the records-free 2.1.3xx case is issue 12's.)
-        plan.system_message_params.clear();
+        // No recorded shape: the prompt is rendered from the profile; the
+        // system messages carry the layout's params all the same (2.1.328
+        // records-free: `output_config` on every `role: "system"` turn).
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
-        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        let snapshot = self.profile.layout.system_from_snapshot.then(|| session_snapshot(session)).flatten();
+        if snapshot.is_none() {
+            // Neither a shape nor a snapshot holds the session's prompt: a
+            // what-if wins, else what its CLI was given, when the
+            // environment's argv says.
+            let from_argv = |flag: &str| facts.env.flag(flag).map(str::to_string);
+            choice.custom = choice.custom.or_else(|| from_argv("--system-prompt"));
+            choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
+        }
+        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx, snapshot.as_ref());
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -220,22 +231,29 @@ impl Setup {
         }
     }
 
-    /// System blocks and tools rendered from the profile.
+    /// System blocks and tools rendered from the profile, or from the
+    /// session's prompt snapshot when it has one (its sections and prefix
+    /// first; its tools where the profile has none).
     fn rendered_system(
         &self,
         session: &Session<'_, '_>,
         facts: &SessionFacts,
         choice: &PromptChoice,
         sys_ctx: &SystemContext,
+        snapshot: Option<&PromptSnapshot>,
     ) -> SystemSource {
         let p = &self.profile;
         let env = &facts.env;
-        let sections = if p.has_prompt_text() {
-            effective_system_prompt(p, env, &facts.model, choice, sys_ctx)
-        } else {
-            choice.custom.iter().chain(choice.append.iter()).cloned().collect()
+        let sections = match snapshot {
+            Some(s) => snapshot_sections(s, choice),
+            None if p.has_prompt_text() => effective_system_prompt(p, env, &facts.model, choice, sys_ctx),
+            None => choice.custom.iter().chain(choice.append.iter()).cloned().collect(),
         };
-        let prefix = cli_prefix(p, facts.non_interactive, choice.append.is_some());
+        // A what-if prompt change picks the profile's prefix for it, as for
+        // a recorded shape (`shape_edits`); else the session's own.
+        let unchanged = choice.custom.is_none() && choice.append.is_none();
+        let own_prefix = snapshot.and_then(|s| s.cli_prefix.as_deref()).filter(|_| unchanged);
+        let prefix = own_prefix.unwrap_or_else(|| cli_prefix(p, facts.non_interactive, choice.append.is_some()));
         let blocks = system_blocks("", prefix, &sections, p);
         let tools = self
             .overrides
@@ -245,6 +263,7 @@ impl Setup {
                 let model_name = p.model(&facts.model).map_or(facts.model.as_str(), |m| m.name.as_str());
                 (!p.tools.is_empty()).then(|| p.render_tools_for(env.date.as_deref(), model_name))
             })
+            .or_else(|| snapshot.and_then(|s| s.tools.clone()))
             .unwrap_or_else(|| session_tools(session));
         SystemSource::Rendered {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
@@ -282,6 +301,51 @@ impl Setup {
             rule_reminders(session, m, extras);
         }
     }
+}
+
+/// Per CLI process (`argv`: each process's arguments, the `--env`
+/// snapshot's), the params its `--effort X` sets: `output_config.effort`,
+/// when the release sends an `output_config` (2.1.332 captures: the
+/// requests of a resumed process with `--effort high` say `high`).
+fn process_params(plan: &Plan, argv: &[Vec<String>]) -> Vec<Vec<(String, Value)>> {
+    let Some((_, config)) = plan.params.iter().find(|(k, _)| k == "output_config") else { return Vec::new() };
+    let effort_of = |args: &[String]| -> Option<String> {
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            if a == "--effort" {
+                return it.next().cloned();
+            }
+            if let Some(v) = a.strip_prefix("--effort=") {
+                return Some(v.to_string());
+            }
+        }
+        None
+    };
+    if !argv.iter().any(|a| effort_of(a).is_some()) {
+        return Vec::new();
+    }
+    argv.iter()
+        .map(|args| {
+            let mut c = config.clone();
+            match effort_of(args) {
+                Some(e) if c.is_object() => {
+                    c["effort"] = json!(e);
+                    vec![("output_config".to_string(), c)]
+                }
+                _ => Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// The prompt sections of a session's snapshot under the what-if choice:
+/// a custom prompt replaces them, an appended text is their last section.
+fn snapshot_sections(snapshot: &PromptSnapshot, choice: &PromptChoice) -> Vec<String> {
+    let base = match &choice.custom {
+        Some(c) => vec![c.clone()],
+        None => snapshot.sections.clone(),
+    };
+    base.into_iter().chain(choice.append.iter().cloned()).collect()
 }
 
 /// The first value of `f` over the session's conversation entries.
@@ -399,8 +463,40 @@ mod tests {
             tools.as_ref().unwrap(),
             &json!([{"name": "Bash", "description": "", "input_schema": {"type": "object"}}])
         );
-        assert!(plan.system_message_params.is_empty());
+        // The layout's system-message params stay (2.1.328 records-free).
+        assert_eq!(plan.system_message_params, ["output_config"]);
         assert!(extras.user_context.is_none() && extras.per_process.is_none());
+    }
+
+    #[test]
+    fn a_session_without_shapes_uses_its_prompt_snapshot() {
+        // 2.1.328 custom-system-prompt without its records, the built-in
+        // profile (no prompt text, no tools): the session's snapshot gives
+        // the prompt `--system-prompt` made, the prefix and the tools.
+        let src = Path::new(FIX).join("cc-2.1.328/custom-system-prompt/transcripts");
+        let dir = tempfile::tempdir().unwrap();
+        for f in discover(&[src]).files {
+            let text = std::fs::read_to_string(&f.path).unwrap();
+            let kept: String =
+                text.lines().filter(|l| !l.contains("\"api-request")).map(|l| format!("{l}\n")).collect();
+            std::fs::write(dir.path().join(f.path.file_name().unwrap()), kept).unwrap();
+        }
+        let disc = discover(&[dir.path().to_path_buf()]);
+        let setup = Setup::default();
+        let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        let (plan, _) = out.into_iter().next().unwrap().unwrap();
+        let SystemSource::Rendered { blocks, tools } = &plan.system else { panic!("{:?}", plan.system) };
+        let texts: Vec<&str> = blocks.iter().filter_map(|b| b["text"].as_str()).collect();
+        assert_eq!(texts, [setup.profile.cli_prefix.sdk.as_str(), "You are a terse reviewer."]);
+        assert_eq!(tools.as_ref().and_then(Value::as_array).map(Vec::len), Some(11));
+        // A what-if append is the last section, with the profile's prefix for it.
+        let overrides = Overrides { append_system_prompt: Some("Answer in French.".into()), ..Overrides::default() };
+        let setup = Setup { overrides, ..Setup::default() };
+        let out = for_each_session_of(&disc, &disc.groups, &RunOptions::default(), |_, s| setup.prepare(s));
+        let (plan, _) = out.into_iter().next().unwrap().unwrap();
+        let SystemSource::Rendered { blocks, .. } = &plan.system else { panic!("{:?}", plan.system) };
+        assert_eq!(blocks[0]["text"], setup.profile.cli_prefix.sdk_with_append);
+        assert_eq!(blocks[1]["text"], "You are a terse reviewer.\n\nAnswer in French.");
     }
 
     #[test]
@@ -439,6 +535,21 @@ mod tests {
         let SystemSource::SessionShape(edits) = &plan.system else { panic!("{:?}", plan.system) };
         assert_eq!(edits.append.as_deref(), Some("Answer in French."));
         assert_eq!(edits.prefix.as_deref(), Some(setup.profile.cli_prefix.sdk_with_append.as_str()));
+    }
+
+    #[test]
+    fn each_process_effort_comes_from_its_argv() {
+        let plan = Plan::cc_2_1_328();
+        let argv = |v: &[&[&str]]| v.iter().map(|a| a.iter().map(|x| x.to_string()).collect()).collect::<Vec<_>>();
+        assert!(process_params(&plan, &argv(&[&["-p"], &["-p", "--resume", "x"]])).is_empty());
+        let got = process_params(&plan, &argv(&[&["-p"], &["-p", "--effort", "high"], &["--effort=low"]]));
+        let efforts: Vec<Option<Value>> = got.iter().map(|p| p.first().map(|(_, v)| v["effort"].clone())).collect();
+        assert_eq!(efforts, [None, Some(json!("high")), Some(json!("low"))]);
+        assert_eq!(got[1][0].0, "output_config");
+        // A release that sends no output_config: nothing to set.
+        let mut old = Plan::cc_2_1_328();
+        old.params.retain(|(k, _)| k != "output_config");
+        assert!(process_params(&old, &argv(&[&["--effort", "high"]])).is_empty());
     }
 
     #[test]

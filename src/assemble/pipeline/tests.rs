@@ -33,6 +33,7 @@ fn piece_line(p: &Piece<'_>) -> String {
         Piece::Attachment { role, texts } => {
             format!("attachment {role:?} {:?}", texts.iter().map(|t| short(t)).collect::<Vec<_>>())
         }
+        Piece::Params { extra } => format!("params {:?}", extra.iter().map(|(k, _)| *k).collect::<Vec<_>>()),
     }
 }
 
@@ -105,7 +106,8 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                     Ok(system) => {
                         let tools = system.tools.and_then(Json::as_array).map_or(0, <[_]>::len);
                         let _ = writeln!(t, "    system: {} blocks, {tools} tools", system.nodes.len());
-                        let req = body::build_request(&cx, n, turn.first, messages, system, header.as_deref());
+                        let process = start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
+                        let req = body::build_request(&cx, n, turn.first, process, messages, system, header.as_deref());
                         let mut bytes = Vec::new();
                         crate::write::body::write_body(&mut bytes, &req.body, &mut Default::default());
                         let _ = writeln!(
