@@ -53,6 +53,15 @@ pub struct Layout {
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]
     pub message_breakpoints: usize,
+    /// Merging consecutive user messages appends `"\n"` to the earlier
+    /// one's last text block (2.1.88, 2.1.100); 2.1.50 joins the blocks
+    /// as they are (its skills reminder ends without one).
+    #[serde(default = "yes")]
+    pub merge_newline: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> usize {
@@ -60,7 +69,7 @@ fn one() -> usize {
 }
 
 impl Default for Layout {
-    /// Every choice off, one message breakpoint.
+    /// Every choice off, one message breakpoint, the merge's newline.
     fn default() -> Self {
         Layout {
             name: String::new(),
@@ -75,6 +84,7 @@ impl Default for Layout {
             system_attachments_as_user: false,
             system_message_params: Vec::new(),
             message_breakpoints: one(),
+            merge_newline: true,
         }
     }
 }

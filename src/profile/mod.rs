@@ -117,6 +117,12 @@ pub struct Billing {
     /// `false`: no billing block at all (2.0.77).
     #[serde(default = "default_true")]
     pub header_block: bool,
+    /// The native client's attestation (2.1.150): the body is written with
+    /// ` cch=00000;` and the zeros then replaced by the low 20 bits of
+    /// xxHash64 of those bytes with this seed (16 hex digits), as 5 hex.
+    /// `None`: `cch` is sent as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cch_seed: Option<String>,
 }
 
 fn default_true() -> bool {

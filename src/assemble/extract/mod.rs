@@ -25,7 +25,7 @@
 use super::pipeline::contexts::{self, UserContext};
 use super::pipeline::system_blocks::{self, system_blocks};
 use super::pipeline::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
-use super::wire::{BILLING_SALT, billing_suffix};
+use super::wire::{self, BILLING_SALT, billing_suffix};
 use crate::env::SessionEnv;
 use crate::profile::{
     Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, Layout, Profile, ProfileError, PromptTemplate,
@@ -80,7 +80,36 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    // A `cch` that changes per request is the native client's attestation
+    // (2.1.150): the seed that reproduces every captured one is kept, and
+    // the header is rendered with the placeholder it is computed over.
+    if let Some(seed) = wire::find_cch_seed(&attested_samples(&lines)) {
+        profile.billing.cch_seed = Some(format!("{seed:016x}"));
+        profile.billing.cch = Some(" cch=00000;".into());
+    }
     Ok(profile)
+}
+
+/// Each captured Messages request whose billing header has a `cch` other
+/// than the placeholder: its raw body with the placeholder put back, and
+/// that `cch`.
+fn attested_samples(lines: &[Value]) -> Vec<(Vec<u8>, String)> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for v in lines {
+        let header = v.pointer("/body/system/0/text").and_then(Value::as_str).unwrap_or("");
+        let Some(cch) = header.strip_prefix("x-anthropic-billing-header:").and_then(|h| {
+            h.split(';').find_map(|p| p.trim().strip_prefix("cch=")).filter(|c| c.len() == 5 && *c != "00000")
+        }) else {
+            continue;
+        };
+        let raw = v.get("raw_b64").and_then(Value::as_str).unwrap_or("");
+        let Ok(mut raw) = base64::engine::general_purpose::STANDARD.decode(raw) else { continue };
+        let Some(at) = memchr::memmem::find(&raw, format!("cch={cch};").as_bytes()) else { continue };
+        raw[at..at + 9].copy_from_slice(wire::CCH_PLACEHOLDER);
+        out.push((raw, cch.to_string()));
+    }
+    out
 }
 
 /// One profile from several captures of one release (each with its own
@@ -115,11 +144,20 @@ fn merge(into: &mut Profile, other: Profile) {
     let before = l.clone();
     l.system_context_in_prompt |= o.system_context_in_prompt;
     l.user_context_message |= o.user_context_message;
+    l.skills_per_process |= o.skills_per_process;
+    l.merge_newline &= o.merge_newline;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
-    into.user_context = into.user_context.take().or(other.user_context);
+    // A capture without memory files cannot show the claudeMd section's
+    // form (2.1.50's keeps a blank line): take the one a capture showed.
+    let plain = "# claudeMd\n{{claude_md}}";
+    match (&mut into.user_context, other.user_context) {
+        (Some(u), Some(o)) if u.claude_md == plain => u.claude_md = o.claude_md,
+        (u @ None, o) => *u = o,
+        _ => {}
+    }
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
     for m in other.models {
@@ -163,9 +201,11 @@ fn prompt_parts(cap: &Capture, facts: &Facts, boundary: bool) -> (String, String
 }
 
 /// The built-in `layout` with the capture's own choices where they differ:
-/// gitStatus as the prompt's last section (2.0.x), the user context as a
-/// prepended reminder (one the transcripts beside it do not hold). A
-/// changed layout is named after the release.
+/// gitStatus as the prompt's last section (2.0.x), the user context and the
+/// skills listing as prepended reminders (ones the transcripts beside it do
+/// not hold: 2.1.50 sends the listing per process without writing it, 2.1.100
+/// writes it as a `skill_listing` attachment). A changed layout is named
+/// after the release.
 fn captured_layout(
     mut layout: Layout,
     cap: &Capture,
@@ -181,6 +221,20 @@ fn captured_layout(
             && !held_by(held, t)
     });
     layout.user_context_message |= user_context && prepended;
+    let skills = skills_template(&cap.first_texts, None).is_some();
+    let listed = held.iter().any(|t| t.contains("\"type\":\"skill_listing\""));
+    layout.skills_per_process |= skills && !listed;
+    // The per-process listing is a message of its own merged before the
+    // prompt: it ends with the merge's "\n" after `</system-reminder>`
+    // (2.1.88), or the release joins the messages as they are (2.1.50).
+    // (Attachments of one message, 2.1.328's, are blocks with no merge.)
+    let n = cap.first_texts.len();
+    let bare = cap.first_texts.iter().take(n.saturating_sub(1)).any(|t| {
+        t.starts_with("<system-reminder>")
+            && t.lines().nth(1).is_some_and(|l| l.contains("skills"))
+            && t.ends_with("</system-reminder>")
+    });
+    layout.merge_newline &= !(skills && !listed && bare);
     if layout != builtin {
         layout.name = format!("cc-{}", cap.version);
     }
@@ -241,7 +295,13 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
             path.display(),
             cap.model
         ),
-        billing: Billing { salt: BILLING_SALT.into(), cch, suffix_text, header_block: cap.header_block },
+        billing: Billing {
+            salt: BILLING_SALT.into(),
+            cch,
+            suffix_text,
+            header_block: cap.header_block,
+            cch_seed: None,
+        },
         cli_prefix: cli,
         prompt: PromptTemplate { static_sections, dynamic_sections },
         git_status,

@@ -262,16 +262,25 @@ pub(super) fn user_context_template(
     f: &Facts,
     env: Option<&SessionEnv>,
 ) -> Option<(UserContextTemplate, String)> {
-    if let Some(found) = dated_user_context(texts, f) {
-        return Some(found);
+    if let Some((mut tpl, date)) = dated_user_context(texts, f) {
+        // What stands between the claudeMd text and the `\n# currentDate`
+        // section beyond the join's "\n" belongs to the claudeMd section
+        // (2.1.50 keeps the file's last newline: a blank line before
+        // currentDate; 2.1.88 does not).
+        let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# currentDate\n"));
+        let section = env.and_then(claude_md_of).map(|c| format!("# claudeMd\n{c}"));
+        if let (Some(t), Some(section)) = (t, section)
+            && let (Some(at), Some(date_at)) = (t.find(&section), t.find("\n# currentDate\n"))
+            && let Some(gap) = t.get(at + section.len()..date_at)
+            && !gap.is_empty()
+            && gap.bytes().all(|b| b == b'\n')
+        {
+            tpl.claude_md = format!("# claudeMd\n{{{{claude_md}}}}{gap}");
+        }
+        return Some((tpl, date));
     }
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let env = env?;
-    let project_dir = env.project_dir.clone();
-    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
-    roots.project_dir = project_dir;
-    roots.home_claude_dir = env.home_claude_dir.clone();
-    let claude_md = crate::env::memory::load(&roots).render_claude_md()?;
+    let claude_md = claude_md_of(env?)?;
     let section = format!("# claudeMd\n{claude_md}");
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
@@ -281,6 +290,14 @@ pub(super) fn user_context_template(
         tail: t[at + section.len()..].to_string(),
     };
     Some((tpl, f.date.clone().unwrap_or_default()))
+}
+
+/// The session's claudeMd text, rendered from its snapshot's memory files.
+fn claude_md_of(env: &SessionEnv) -> Option<String> {
+    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
+    roots.project_dir = env.project_dir.clone();
+    roots.home_claude_dir = env.home_claude_dir.clone();
+    crate::env::memory::load(&roots).render_claude_md()
 }
 
 /// The 2.1.88 form: the reminder with a `# currentDate` section.

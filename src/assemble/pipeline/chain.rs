@@ -91,6 +91,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
             .iter()
             .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
             .find_map(|e| e.raw.get_str("entrypoint"))
+            .or_else(|| extras.entrypoint.as_deref().map(|t| &*bump.alloc_str(t)))
             .unwrap_or("cli");
         let pieces = entries
             .iter()

@@ -137,6 +137,9 @@ impl Setup {
             ..PromptChoice::default()
         };
         let memory = self.memory(&facts.env, &mut extras);
+        if first_of(session, |e| e.raw.get_str("entrypoint")).is_none() && facts.env.print_mode() == Some(true) {
+            extras.entrypoint = Some("sdk-cli".into());
+        }
         if self.profile.layout.system_from_shape && facts.has_shapes {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
@@ -251,7 +254,11 @@ impl Setup {
         let l = &p.layout;
         // The wire texts end with the "\n" the merge of consecutive user
         // messages appends (normalize rule 4).
-        let unmerge = |t: String| t.strip_suffix('\n').map(str::to_string).unwrap_or(t);
+        // Without that "\n" (`merge_newline` off) they are sent as rendered.
+        let unmerge = |t: String| match t.strip_suffix('\n') {
+            Some(s) if l.merge_newline => s.to_string(),
+            _ => t,
+        };
         if l.user_context_message {
             let uc = render_user_context(p, user_ctx);
             extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
