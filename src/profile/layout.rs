@@ -58,6 +58,10 @@ pub struct Layout {
     /// as they are (its skills reminder ends without one).
     #[serde(default = "yes")]
     pub merge_newline: bool,
+    /// Memory files are sent as read: HTML comments kept, the text not
+    /// trimmed (2.1.50); otherwise comments are stripped and the claudeMd
+    /// text of each file trimmed (2.1.88).
+    pub memory_verbatim: bool,
 }
 
 fn yes() -> bool {
@@ -85,6 +89,7 @@ impl Default for Layout {
             system_message_params: Vec::new(),
             message_breakpoints: one(),
             merge_newline: true,
+            memory_verbatim: false,
         }
     }
 }

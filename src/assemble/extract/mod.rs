@@ -80,6 +80,12 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    // A reminder joined to a string tool result (2.1.100's nested memory
+    // and todo reminder) shows in a later request of a capture.
+    if wire.is_some() && !profile.layout.attachments_into_tool_result && joins_tool_results(&lines, &held) {
+        profile.layout.attachments_into_tool_result = true;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
     // A `cch` that changes per request is the native client's attestation
     // (2.1.150): the seed that reproduces every captured one is kept, and
     // the header is rendered with the placeholder it is computed over.
@@ -88,6 +94,21 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.billing.cch = Some(" cch=00000;".into());
     }
     Ok(profile)
+}
+
+/// Whether a captured request carries a string tool result with a
+/// `<system-reminder>` after its text that no transcript beside the capture
+/// holds so (the transcript has the result and the reminder apart).
+fn joins_tool_results(lines: &[Value], held: &[String]) -> bool {
+    lines
+        .iter()
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .filter_map(|b| b.get("content").and_then(Value::as_str))
+        .any(|c| c.contains("\n\n<system-reminder>\n") && !held_by(held, c))
 }
 
 /// Each captured Messages request whose billing header has a `cch` other
@@ -146,18 +167,19 @@ fn merge(into: &mut Profile, other: Profile) {
     l.user_context_message |= o.user_context_message;
     l.skills_per_process |= o.skills_per_process;
     l.merge_newline &= o.merge_newline;
+    l.memory_verbatim |= o.memory_verbatim;
+    l.attachments_into_tool_result |= o.attachments_into_tool_result;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
-    // A capture without memory files cannot show the claudeMd section's
-    // form (2.1.50's keeps a blank line): take the one a capture showed.
-    let plain = "# claudeMd\n{{claude_md}}";
-    match (&mut into.user_context, other.user_context) {
-        (Some(u), Some(o)) if u.claude_md == plain => u.claude_md = o.claude_md,
-        (u @ None, o) => *u = o,
-        _ => {}
+    // The undated reminder's tail is cut after the claudeMd text as the
+    // capture renders it: a capture that showed the files verbatim has the
+    // tail that goes with them.
+    if o.memory_verbatim && !before.memory_verbatim && other.user_context.is_some() {
+        into.user_context = other.user_context.clone();
     }
+    into.user_context = into.user_context.take().or(other.user_context);
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
     for m in other.models {
@@ -266,8 +288,13 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         }
     }
     let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
-    let user_context = user_context_template(&cap.first_texts, &facts, env);
-    let layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    let verbatim = memory_verbatim(&cap.first_texts, env);
+    let user_context = user_context_template(&cap.first_texts, &facts, env, verbatim);
+    let mut layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    if verbatim {
+        layout.memory_verbatim = true;
+        layout.name = format!("cc-{}", cap.version);
+    }
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
     let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
     if prefix == seed.cli_prefix.sdk_with_append {

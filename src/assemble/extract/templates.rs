@@ -261,26 +261,13 @@ pub(super) fn user_context_template(
     texts: &[String],
     f: &Facts,
     env: Option<&SessionEnv>,
+    verbatim: bool,
 ) -> Option<(UserContextTemplate, String)> {
-    if let Some((mut tpl, date)) = dated_user_context(texts, f) {
-        // What stands between the claudeMd text and the `\n# currentDate`
-        // section beyond the join's "\n" belongs to the claudeMd section
-        // (2.1.50 keeps the file's last newline: a blank line before
-        // currentDate; 2.1.88 does not).
-        let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# currentDate\n"));
-        let section = env.and_then(claude_md_of).map(|c| format!("# claudeMd\n{c}"));
-        if let (Some(t), Some(section)) = (t, section)
-            && let (Some(at), Some(date_at)) = (t.find(&section), t.find("\n# currentDate\n"))
-            && let Some(gap) = t.get(at + section.len()..date_at)
-            && !gap.is_empty()
-            && gap.bytes().all(|b| b == b'\n')
-        {
-            tpl.claude_md = format!("# claudeMd\n{{{{claude_md}}}}{gap}");
-        }
-        return Some((tpl, date));
+    if let Some(found) = dated_user_context(texts, f) {
+        return Some(found);
     }
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let claude_md = claude_md_of(env?)?;
+    let claude_md = claude_md_of(env?, verbatim)?;
     let section = format!("# claudeMd\n{claude_md}");
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
@@ -292,12 +279,29 @@ pub(super) fn user_context_template(
     Some((tpl, f.date.clone().unwrap_or_default()))
 }
 
-/// The session's claudeMd text, rendered from its snapshot's memory files.
-fn claude_md_of(env: &SessionEnv) -> Option<String> {
+/// The session's claudeMd text, rendered from its snapshot's memory files
+/// (`verbatim`: as read, see [`crate::profile::Layout::memory_verbatim`]).
+fn claude_md_of(env: &SessionEnv, verbatim: bool) -> Option<String> {
     let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
     roots.project_dir = env.project_dir.clone();
     roots.home_claude_dir = env.home_claude_dir.clone();
-    crate::env::memory::load(&roots).render_claude_md()
+    roots.keep_comments = verbatim;
+    crate::env::memory::load(&roots).render_claude_md_as(verbatim)
+}
+
+/// The capture's claudeMd section is the memory files as read (2.1.0,
+/// 2.1.50: comments kept, not trimmed), not as 2.1.88 renders them: only
+/// the verbatim text is there, followed by `\n# currentDate` in a dated
+/// reminder (a single file's trimmed text is a prefix of its verbatim one:
+/// an undated reminder tells them apart only with several files).
+pub(super) fn memory_verbatim(texts: &[String], env: Option<&SessionEnv>) -> bool {
+    let Some(env) = env else { return false };
+    let Some(t) = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n")) else {
+        return false;
+    };
+    let next = if t.contains("\n# currentDate\n") { "\n# currentDate\n" } else { "" };
+    let shows = |v: bool| claude_md_of(env, v).is_some_and(|c| t.contains(&format!("# claudeMd\n{c}{next}")));
+    shows(true) && !shows(false)
 }
 
 /// The 2.1.88 form: the reminder with a `# currentDate` section.

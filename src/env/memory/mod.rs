@@ -271,6 +271,9 @@ pub struct MemoryRoots {
     /// The canonical git root when it is not the cwd: the auto-memory slug is
     /// made from it. None = the cwd.
     pub project_root: Option<String>,
+    /// HTML comments are kept (2.1.50 sends memory files as read). Default
+    /// false.
+    pub keep_comments: bool,
 }
 
 impl MemoryRoots {
@@ -286,6 +289,7 @@ impl MemoryRoots {
             external_includes_approved: false,
             auto_memory: true,
             project_root: None,
+            keep_comments: false,
         }
     }
 
@@ -448,11 +452,21 @@ impl Memory {
     /// `# claudeMd\n` and `\n# currentDate` of the first request) and
     /// cc-2.1.328/*/ (the `instructions` attachment).
     pub fn render_claude_md(&self) -> Option<String> {
+        self.render_claude_md_as(false)
+    }
+
+    /// [`Memory::render_claude_md`], with each file's content untrimmed
+    /// when `verbatim` (2.1.50 sends the files as read: a file's last
+    /// newline stays, a blank line before the next `Contents of`).
+    pub fn render_claude_md_as(&self, verbatim: bool) -> Option<String> {
         let parts: Vec<String> = self
             .files
             .iter()
             .filter(|f| !f.content.is_empty())
-            .map(|f| format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), js_trim(&f.content)))
+            .map(|f| {
+                let text = if verbatim { f.content.as_str() } else { js_trim(&f.content) };
+                format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), text)
+            })
             .collect();
         if parts.is_empty() {
             return None;
