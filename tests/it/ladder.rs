@@ -7,10 +7,13 @@
 //! What each release showed before its era fields existed: 2.1.50 sends the
 //! skills listing per process without writing it (`layout.skills_per_process`
 //! read from a wire whose transcripts hold no `skill_listing`), merges user
-//! messages without the `"\n"` (`layout.merge_newline`), keeps a blank line
-//! after the claudeMd text and writes no `entrypoint` (the billing header's
+//! messages without the `"\n"` (`layout.merge_newline`), sends memory files as
+//! read (`layout.memory_verbatim`: comments kept, not trimmed) and writes no
+//! `entrypoint` (the billing header's
 //! `sdk-cli` comes from the snapshot's argv); 2.1.150 attests `cch` per
-//! request (`billing.cch_seed`).
+//! request (`billing.cch_seed`); 2.1.0 sends memory files as read too; 2.1.100
+//! and 2.1.150 join a reminder attachment to the tool result before it
+//! (`layout.attachments_into_tool_result`, seen in memory-files).
 
 use serde_json::Value;
 use std::path::Path;
@@ -107,15 +110,27 @@ fn ladder_2_1_0() {
         &[
             Expect { scenario: "hello", pipeline: [4, 1, 1, 3, 1], records: None, clean: false },
             Expect { scenario: "bash-tool", pipeline: [5, 5, 2, 0, 2], records: None, clean: false },
+            Expect { scenario: "memory-files", pipeline: [5, 5, 2, 0, 1], records: None, clean: false },
         ],
     );
     let p = &r.profile;
     assert_eq!((&p["metadata"], &p["billing"]["header_block"]), (&Value::from("legacy_user_id"), &Value::Bool(false)));
-    assert_eq!(p["layout"]["message_breakpoints"], 2);
-    let (_, v) = verify("cc-2.1.0", "bash-tool", "pipeline", &r.path);
-    let differ: Vec<&str> = v["mismatches"].as_array().unwrap().iter().filter_map(|m| m["request"].as_str()).collect();
-    assert_eq!(differ.len(), 3);
-    assert!(differ.iter().all(|r| r.matches('_').count() == 2), "only agent requests differ: {differ:?}");
+    // Memory files as read: several files show it (a blank line between
+    // them, the HTML comment kept), so the merged profile has it.
+    assert_eq!(
+        (&p["layout"]["message_breakpoints"], &p["layout"]["memory_verbatim"]),
+        (&Value::from(2), &Value::Bool(true))
+    );
+    for scenario in ["bash-tool", "memory-files"] {
+        let (_, v) = verify("cc-2.1.0", scenario, "pipeline", &r.path);
+        let differ: Vec<&str> =
+            v["mismatches"].as_array().unwrap().iter().filter_map(|m| m["request"].as_str()).collect();
+        assert_eq!(differ.len(), 3, "{scenario}: {v}");
+        assert!(
+            differ.iter().all(|r| r.matches('_').count() == 2),
+            "{scenario}: only agent requests differ: {differ:?}"
+        );
+    }
 }
 
 #[test]
@@ -125,12 +140,16 @@ fn ladder_2_1_50() {
         &[
             Expect { scenario: "hello", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
             Expect { scenario: "bash-tool", pipeline: [2, 2, 2, 0, 1], records: None, clean: true },
+            Expect { scenario: "memory-files", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
+            // Three -p processes; each new one's prompt carries the listing
+            // (process starts marked by the queue's dequeue: no last-prompt).
+            Expect { scenario: "resume-multi-prompt", pipeline: [4, 4, 4, 0, 1], records: None, clean: true },
         ],
     )
     .profile;
     let l = &p["layout"];
     assert_eq!((&l["skills_per_process"], &l["merge_newline"]), (&Value::Bool(true), &Value::Bool(false)), "{l}");
-    assert_eq!(p["user_context"]["claude_md"], "# claudeMd\n{{claude_md}}\n");
+    assert_eq!(l["memory_verbatim"], true, "{l}");
     assert_eq!((&p["metadata"], &p["billing"]["cch"]), (&Value::from("legacy_user_id"), &Value::from(" cch=00000;")));
 }
 
@@ -141,12 +160,16 @@ fn ladder_2_1_100() {
         &[
             Expect { scenario: "hello", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
             Expect { scenario: "bash-tool", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
+            Expect { scenario: "memory-files", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
         ],
     )
     .profile;
-    // The listing is a `skill_listing` attachment now; the merge has its "\n".
+    // The listing is a `skill_listing` attachment now; the merge has its
+    // "\n"; the nested memory rule written as an attachment is joined to
+    // the `Read` result it follows (memory-files).
     let l = &p["layout"];
     assert_eq!((&l["skills_per_process"], &l["merge_newline"]), (&Value::Bool(false), &Value::Bool(true)), "{l}");
+    assert_eq!((&l["attachments_into_tool_result"], &l["memory_verbatim"]), (&Value::Bool(true), &Value::Bool(false)));
     assert_eq!(p["metadata"], "json_user_id");
 }
 
@@ -160,6 +183,7 @@ fn ladder_2_1_150() {
         &[
             Expect { scenario: "hello", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
             Expect { scenario: "bash-tool", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
+            Expect { scenario: "memory-files", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
         ],
     )
     .profile;
@@ -167,4 +191,5 @@ fn ladder_2_1_150() {
         (&p["billing"]["cch_seed"], &p["billing"]["cch"]),
         (&Value::from("4d659218e32a3268"), &Value::from(" cch=00000;"))
     );
+    assert_eq!(p["layout"]["attachments_into_tool_result"], true);
 }
