@@ -80,6 +80,12 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    // Consecutive user messages merged without the "\n" (2.1.0's skill
+    // command and its body) show where a transcript holds the first text.
+    if wire.is_some() && merges_plain(&lines, &held) {
+        profile.layout.merge_newline = false;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
     // A reminder joined to a string tool result (2.1.100's nested memory
     // and todo reminder) shows in a later request of a capture.
     if wire.is_some() && !profile.layout.attachments_into_tool_result && joins_tool_results(&lines, &held) {
@@ -94,6 +100,31 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.billing.cch = Some(" cch=00000;".into());
     }
     Ok(profile)
+}
+
+/// Whether the captures show user messages merged as they are: a text
+/// block followed by another in its message that a transcript holds as a
+/// whole string prompt, without the merge's `"\n"`, and no block that holds
+/// one with it.
+fn merges_plain(lines: &[Value], held: &[String]) -> bool {
+    let prompt = |t: &str| {
+        let esc = serde_json::to_string(t).unwrap_or_default();
+        held.iter().any(|h| h.contains(&format!("\"role\":\"user\",\"content\":{esc}}}")))
+    };
+    let (mut plain, mut newline) = (false, false);
+    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
+    for m in messages.filter(|m| m["role"] == "user") {
+        let Some(blocks) = m.get("content").and_then(Value::as_array) else { continue };
+        for b in blocks.iter().take(blocks.len().saturating_sub(1)) {
+            let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
+            match t.strip_suffix('\n') {
+                Some(s) if !s.is_empty() && prompt(s) => newline = true,
+                _ if !t.ends_with('\n') && prompt(t) => plain = true,
+                _ => {}
+            }
+        }
+    }
+    plain && !newline
 }
 
 /// Whether a captured request carries a string tool result with a
@@ -426,6 +457,21 @@ mod tests {
                 ("claude-haiku-4-5-20251001", "Haiku 4.5", None)
             ]
         );
+    }
+
+    #[test]
+    fn plain_merges_are_told_by_a_held_prompt() {
+        // 2.1.0's skill capture: the command message, then the skill body.
+        let wire = |first: &str| {
+            serde_json::json!({"body": {"messages": [{"role": "user", "content": [
+                {"type": "text", "text": first}, {"type": "text", "text": "Base directory…"}]}]}})
+        };
+        let held = vec![r#"{"message":{"role":"user","content":"<command-name>greet</command-name>"}}"#.to_string()];
+        assert!(merges_plain(&[wire("<command-name>greet</command-name>")], &held));
+        assert!(!merges_plain(&[wire("<command-name>greet</command-name>\n")], &held));
+        assert!(!merges_plain(&[wire("<command-name>other</command-name>")], &held));
+        let both = [wire("<command-name>greet</command-name>"), wire("<command-name>greet</command-name>\n")];
+        assert!(!merges_plain(&both, &held));
     }
 
     #[test]
