@@ -58,10 +58,13 @@ pub struct Layout {
     /// as they are (its skills reminder ends without one).
     #[serde(default = "yes")]
     pub merge_newline: bool,
-    /// Memory files are sent as read: HTML comments kept, the text not
-    /// trimmed (2.1.50); otherwise comments are stripped and the claudeMd
-    /// text of each file trimmed (2.1.88).
-    pub memory_verbatim: bool,
+    /// HTML comments in memory files are sent (2.1.71 and older); 2.1.72
+    /// strips them.
+    pub memory_comments: bool,
+    /// Each memory file's claudeMd text is sent untrimmed: its last newline
+    /// stays, a blank line before the next `Contents of` (2.1.0 – 2.1.78 at
+    /// least); 2.1.88 trims it.
+    pub memory_untrimmed: bool,
 }
 
 fn yes() -> bool {
@@ -89,7 +92,8 @@ impl Default for Layout {
             system_message_params: Vec::new(),
             message_breakpoints: one(),
             merge_newline: true,
-            memory_verbatim: false,
+            memory_comments: false,
+            memory_untrimmed: false,
         }
     }
 }

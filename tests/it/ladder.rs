@@ -8,7 +8,7 @@
 //! skills listing per process without writing it (`layout.skills_per_process`
 //! read from a wire whose transcripts hold no `skill_listing`), merges user
 //! messages without the `"\n"` (`layout.merge_newline`), sends memory files as
-//! read (`layout.memory_verbatim`: comments kept, not trimmed) and writes no
+//! read (`layout.memory_comments`, `layout.memory_untrimmed`) and writes no
 //! `entrypoint` (the billing header's
 //! `sdk-cli` comes from the snapshot's argv); 2.1.150 attests `cch` per
 //! request (`billing.cch_seed`); 2.1.0 sends memory files as read too; 2.1.100
@@ -118,8 +118,8 @@ fn ladder_2_1_0() {
     // Memory files as read: several files show it (a blank line between
     // them, the HTML comment kept), so the merged profile has it.
     assert_eq!(
-        (&p["layout"]["message_breakpoints"], &p["layout"]["memory_verbatim"]),
-        (&Value::from(2), &Value::Bool(true))
+        (&p["layout"]["message_breakpoints"], &p["layout"]["memory_untrimmed"], &p["layout"]["memory_comments"]),
+        (&Value::from(2), &Value::Bool(true), &Value::Bool(true))
     );
     for scenario in ["bash-tool", "memory-files"] {
         let (_, v) = verify("cc-2.1.0", scenario, "pipeline", &r.path);
@@ -149,7 +149,7 @@ fn ladder_2_1_50() {
     .profile;
     let l = &p["layout"];
     assert_eq!((&l["skills_per_process"], &l["merge_newline"]), (&Value::Bool(true), &Value::Bool(false)), "{l}");
-    assert_eq!(l["memory_verbatim"], true, "{l}");
+    assert_eq!((&l["memory_comments"], &l["memory_untrimmed"]), (&Value::Bool(true), &Value::Bool(true)), "{l}");
     assert_eq!((&p["metadata"], &p["billing"]["cch"]), (&Value::from("legacy_user_id"), &Value::from(" cch=00000;")));
 }
 
@@ -169,7 +169,10 @@ fn ladder_2_1_100() {
     // the `Read` result it follows (memory-files).
     let l = &p["layout"];
     assert_eq!((&l["skills_per_process"], &l["merge_newline"]), (&Value::Bool(false), &Value::Bool(true)), "{l}");
-    assert_eq!((&l["attachments_into_tool_result"], &l["memory_verbatim"]), (&Value::Bool(true), &Value::Bool(false)));
+    assert_eq!(
+        (&l["attachments_into_tool_result"], &l["memory_comments"], &l["memory_untrimmed"]),
+        (&Value::Bool(true), &Value::Bool(false), &Value::Bool(false))
+    );
     assert_eq!(p["metadata"], "json_user_id");
 }
 

@@ -198,7 +198,8 @@ fn merge(into: &mut Profile, other: Profile) {
     l.user_context_message |= o.user_context_message;
     l.skills_per_process |= o.skills_per_process;
     l.merge_newline &= o.merge_newline;
-    l.memory_verbatim |= o.memory_verbatim;
+    l.memory_comments |= o.memory_comments;
+    l.memory_untrimmed |= o.memory_untrimmed;
     l.attachments_into_tool_result |= o.attachments_into_tool_result;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     if *l != before {
@@ -207,7 +208,7 @@ fn merge(into: &mut Profile, other: Profile) {
     // The undated reminder's tail is cut after the claudeMd text as the
     // capture renders it: a capture that showed the files verbatim has the
     // tail that goes with them.
-    if o.memory_verbatim && !before.memory_verbatim && other.user_context.is_some() {
+    if o.memory_untrimmed && !before.memory_untrimmed && other.user_context.is_some() {
         into.user_context = other.user_context.clone();
     }
     into.user_context = into.user_context.take().or(other.user_context);
@@ -319,11 +320,11 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         }
     }
     let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
-    let verbatim = memory_verbatim(&cap.first_texts, env);
-    let user_context = user_context_template(&cap.first_texts, &facts, env, verbatim);
+    let form = memory_form(&cap.first_texts, env);
+    let user_context = user_context_template(&cap.first_texts, &facts, env, form);
     let mut layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
-    if verbatim {
-        layout.memory_verbatim = true;
+    if form != (false, false) {
+        (layout.memory_comments, layout.memory_untrimmed) = form;
         layout.name = format!("cc-{}", cap.version);
     }
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };

@@ -148,8 +148,8 @@ impl Setup {
         // system messages then carry no params: what ctxasm has always done;
         // the records-free 2.1.3xx case is issue 12's.)
         plan.system_message_params.clear();
-        let verbatim = self.profile.layout.memory_verbatim;
-        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(verbatim));
+        let untrimmed = self.profile.layout.memory_untrimmed;
+        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(untrimmed));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
@@ -293,7 +293,7 @@ impl Setup {
         let mut roots = MemoryRoots::new(&env.cwd, &env.home);
         roots.project_dir = project_dir;
         roots.home_claude_dir = env.home_claude_dir.clone();
-        roots.keep_comments = self.profile.layout.memory_verbatim;
+        roots.keep_comments = self.profile.layout.memory_comments;
         let m = memory::load(&roots);
         for w in &m.warnings {
             extras.warnings.push((DiagKind::MemoryRefused, format!("{}: {}", w.path, w.message)));

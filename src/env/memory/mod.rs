@@ -271,8 +271,7 @@ pub struct MemoryRoots {
     /// The canonical git root when it is not the cwd: the auto-memory slug is
     /// made from it. None = the cwd.
     pub project_root: Option<String>,
-    /// HTML comments are kept (2.1.50 sends memory files as read). Default
-    /// false.
+    /// HTML comments are kept (2.1.71 and older send them). Default false.
     pub keep_comments: bool,
 }
 
@@ -456,15 +455,15 @@ impl Memory {
     }
 
     /// [`Memory::render_claude_md`], with each file's content untrimmed
-    /// when `verbatim` (2.1.50 sends the files as read: a file's last
-    /// newline stays, a blank line before the next `Contents of`).
-    pub fn render_claude_md_as(&self, verbatim: bool) -> Option<String> {
+    /// when `untrimmed` (2.1.0 – 2.1.78: a file's last newline stays, a
+    /// blank line before the next `Contents of`).
+    pub fn render_claude_md_as(&self, untrimmed: bool) -> Option<String> {
         let parts: Vec<String> = self
             .files
             .iter()
             .filter(|f| !f.content.is_empty())
             .map(|f| {
-                let text = if verbatim { f.content.as_str() } else { js_trim(&f.content) };
+                let text = if untrimmed { f.content.as_str() } else { js_trim(&f.content) };
                 format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), text)
             })
             .collect();

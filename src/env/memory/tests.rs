@@ -586,7 +586,7 @@ fn adversarial_text_is_scanned_in_linear_time() {
 }
 
 #[test]
-fn verbatim_memory_keeps_comments_and_the_last_newline() {
+fn memory_as_read_keeps_comments_and_the_last_newline() {
     // 2.1.0/2.1.50 send memory files as read (memory-files captures).
     let mut s = snap();
     write(&s.proj, "CLAUDE.md", "<!-- maintainers only -->\n# Project\n");
