@@ -346,6 +346,11 @@ pub struct Reminders {
     /// `TODO_REMINDER_CONFIG.TURNS_SINCE_WRITE`).
     #[serde(default = "default_todo_every")]
     pub todo_every: usize,
+    /// The text a reminder attachment written with an empty list sends, by
+    /// its kind (2.1.150 `task_reminder`, 2.1.100 `todo_reminder`), learned
+    /// from a capture that shows one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub attachment_texts: std::collections::BTreeMap<String, String>,
 }
 
 fn default_todo_every() -> usize {
@@ -354,7 +359,7 @@ fn default_todo_every() -> usize {
 
 impl Default for Reminders {
     fn default() -> Self {
-        Reminders { todo: None, todo_every: default_todo_every() }
+        Reminders { todo: None, todo_every: default_todo_every(), attachment_texts: Default::default() }
     }
 }
 

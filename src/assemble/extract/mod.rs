@@ -35,6 +35,7 @@ use serde_json::Value;
 use std::path::Path;
 
 mod capture;
+mod reminders;
 mod templates;
 
 use capture::*;
@@ -91,6 +92,9 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
     if wire.is_some() && !profile.layout.attachments_into_tool_result && joins_tool_results(&lines, &held) {
         profile.layout.attachments_into_tool_result = true;
         profile.layout.name = format!("cc-{}", profile.version);
+    }
+    if wire.is_some() {
+        profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
     }
     // A `cch` that changes per request is the native client's attestation
     // (2.1.150): the seed that reproduces every captured one is kept, and
@@ -214,6 +218,9 @@ fn merge(into: &mut Profile, other: Profile) {
     into.user_context = into.user_context.take().or(other.user_context);
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    for (kind, text) in other.reminders.attachment_texts {
+        into.reminders.attachment_texts.entry(kind).or_insert(text);
+    }
     for m in other.models {
         if !into.models.iter().any(|x| x.id == m.id) {
             into.models.push(m);

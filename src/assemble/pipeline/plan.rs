@@ -144,6 +144,9 @@ pub struct Extras {
     /// `entrypoint` (2.1.50 and older): `sdk-cli` for a `-p` run, as the
     /// snapshot's argv says; otherwise `cli`.
     pub entrypoint: Option<String>,
+    /// The text of a reminder attachment written with an empty list, by
+    /// kind (the profile's `reminders.attachment_texts`).
+    pub attachment_texts: std::collections::BTreeMap<String, String>,
 }
 
 /// A plan's values converted once per session into the arena.

@@ -137,6 +137,7 @@ impl Setup {
             ..PromptChoice::default()
         };
         let memory = self.memory(&facts.env, &mut extras);
+        extras.attachment_texts = self.profile.reminders.attachment_texts.clone();
         if first_of(session, |e| e.raw.get_str("entrypoint")).is_none() && facts.env.print_mode() == Some(true) {
             extras.entrypoint = Some("sdk-cli".into());
         }
