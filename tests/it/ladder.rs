@@ -181,15 +181,35 @@ fn ladder_2_1_150() {
     // The native client attests `cch` per request: with the seed found by
     // extract, each request's own value is rebuilt (the hello request
     // alone could not tell a literal from an attested one).
-    let p = &rung(
+    let r = rung(
         "cc-2.1.150",
         &[
             Expect { scenario: "hello", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
             Expect { scenario: "bash-tool", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
             Expect { scenario: "memory-files", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
         ],
-    )
-    .profile;
+    );
+    let p = &r.profile;
+    // The dedup format holds each request's attested billing block: expand
+    // gives the batch bytes, two different cch values.
+    let tmp = tempfile::tempdir().unwrap();
+    let (batch, dedup, expanded) = (tmp.path().join("b.jsonl"), tmp.path().join("d"), tmp.path().join("e.jsonl"));
+    let f = "tests/fixtures/cc-2.1.150/bash-tool";
+    let (t, env) = (format!("{f}/transcripts"), format!("{f}/env"));
+    let base = ["assemble", &t, "--mode", "pipeline", "--profile", &r.path, "--env", &env];
+    let out = |extra: &[&str]| {
+        let o = crate::common::ctxasm(&[&base[..], extra].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    out(&["-o", batch.to_str().unwrap()]);
+    out(&["--format", "dedup", "-o", dedup.to_str().unwrap()]);
+    let o = crate::common::ctxasm(&["expand", dedup.to_str().unwrap(), "-o", expanded.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let batch = std::fs::read_to_string(batch).unwrap();
+    assert_eq!(batch, std::fs::read_to_string(expanded).unwrap());
+    let cch: std::collections::BTreeSet<&str> = batch.match_indices("cch=").map(|(i, _)| &batch[i..i + 9]).collect();
+    assert_eq!(cch.len(), 2, "{cch:?}");
+    assert!(!cch.contains("cch=00000"));
     assert_eq!(
         (&p["billing"]["cch_seed"], &p["billing"]["cch"]),
         (&Value::from("4d659218e32a3268"), &Value::from(" cch=00000;"))
