@@ -438,6 +438,7 @@ fn build_body<'a>(
         params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
         stream: true,
         betas,
+        cch_seed: None,
     })
 }
 

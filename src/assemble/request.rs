@@ -23,6 +23,10 @@ pub struct Body<'a> {
     pub stream: bool,
     /// `anthropic-beta` header values (not part of the body).
     pub betas: Vec<&'a str>,
+    /// The native client's attestation seed (`billing.cch_seed`): the
+    /// writer replaces the billing block's `cch=00000` with the attested
+    /// value of the written bytes ([`crate::assemble::wire::attest`]).
+    pub cch_seed: Option<u64>,
 }
 
 impl<'a> Body<'a> {
@@ -38,6 +42,7 @@ impl<'a> Body<'a> {
             metadata: Json::Null,
             params: Vec::new(),
             stream: true,
+            cch_seed: None,
             betas: Vec::new(),
         }
     }

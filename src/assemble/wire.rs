@@ -25,6 +25,31 @@ use sha2::{Digest, Sha256};
 /// profile, uses it too).
 pub const BILLING_SALT: &str = "59cf53e54c78";
 
+/// Seeds of the native client's `cch` attestation ([`attest`]) tried on a
+/// capture by `profile extract`; the one that reproduces every captured
+/// `cch` goes into the profile (`billing.cch_seed`). The first was checked
+/// on the 2.1.150 captures; the second is one third parties describe for
+/// earlier native builds, kept so their captures can be recognised.
+pub const CCH_SEEDS: &[u64] = &[0x4d65_9218_e32a_3268, 0x6e52_736a_c806_831e];
+
+/// The placeholder the client writes before attesting.
+pub const CCH_PLACEHOLDER: &[u8] = b"cch=00000";
+
+/// The attested `cch` of a body written with [`CCH_PLACEHOLDER`]: the low
+/// 20 bits of xxHash64(body, seed), as 5 hex digits.
+pub fn attest(body: &[u8], seed: u64) -> String {
+    format!("{:05x}", xxhash_rust::xxh64::xxh64(body, seed) & 0xf_ffff)
+}
+
+/// The seed of [`CCH_SEEDS`] that gives every `(body with the
+/// placeholder, captured cch)` pair, if one does.
+pub fn find_cch_seed(samples: &[(Vec<u8>, String)]) -> Option<u64> {
+    if samples.is_empty() {
+        return None;
+    }
+    CCH_SEEDS.iter().copied().find(|&s| samples.iter().all(|(body, cch)| &attest(body, s) == cch))
+}
+
 /// Identity fields the transcript does not hold.
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -202,6 +227,18 @@ pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attestation_seed_is_found_only_when_every_sample_agrees() {
+        let body = b"{\"system\":[{\"text\":\"cch=00000;\"}]}".to_vec();
+        let good = attest(&body, CCH_SEEDS[0]);
+        assert_eq!(good.len(), 5);
+        assert_eq!(find_cch_seed(&[(body.clone(), good.clone())]), Some(CCH_SEEDS[0]));
+        let other = attest(&body, CCH_SEEDS[1]);
+        assert_eq!(find_cch_seed(&[(body.clone(), other)]), Some(CCH_SEEDS[1]));
+        assert_eq!(find_cch_seed(&[(body.clone(), good), (body, "00000".into())]), None);
+        assert_eq!(find_cch_seed(&[]), None);
+    }
 
     #[test]
     fn billing_suffix_matches_captured_headers() {

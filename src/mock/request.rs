@@ -43,6 +43,7 @@ pub fn body_from_request<'a>(bump: &'a Bump, req: &Json<'a>) -> Body<'a> {
         params,
         stream: req.get_bool("stream").unwrap_or(false),
         betas: Vec::new(),
+        cch_seed: None,
     }
 }
 

@@ -61,6 +61,22 @@ pub struct Layout {
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]
     pub message_breakpoints: usize,
+    /// Merging consecutive user messages appends `"\n"` to the earlier
+    /// one's last text block (2.1.88, 2.1.100); 2.1.50 joins the blocks
+    /// as they are (its skills reminder ends without one).
+    #[serde(default = "yes")]
+    pub merge_newline: bool,
+    /// HTML comments in memory files are sent (2.1.71 and older); 2.1.72
+    /// strips them.
+    pub memory_comments: bool,
+    /// Each memory file's claudeMd text is sent untrimmed: its last newline
+    /// stays, a blank line before the next `Contents of` (2.1.0 – 2.1.78 at
+    /// least); 2.1.88 trims it.
+    pub memory_untrimmed: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> usize {
@@ -68,7 +84,7 @@ fn one() -> usize {
 }
 
 impl Default for Layout {
-    /// Every choice off, one message breakpoint.
+    /// Every choice off, one message breakpoint, the merge's newline.
     fn default() -> Self {
         Layout {
             name: String::new(),
@@ -84,6 +100,9 @@ impl Default for Layout {
             system_attachments_as_user: false,
             system_message_params: Vec::new(),
             message_breakpoints: one(),
+            merge_newline: true,
+            memory_comments: false,
+            memory_untrimmed: false,
         }
     }
 }

@@ -123,6 +123,12 @@ pub struct Billing {
     /// `false`: no billing block at all (2.0.77).
     #[serde(default = "default_true")]
     pub header_block: bool,
+    /// The native client's attestation (2.1.150): the body is written with
+    /// ` cch=00000;` and the zeros then replaced by the low 20 bits of
+    /// xxHash64 of those bytes with this seed (16 hex digits), as 5 hex.
+    /// `None`: `cch` is sent as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cch_seed: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -351,6 +357,11 @@ pub struct Reminders {
     /// `TODO_REMINDER_CONFIG.TURNS_SINCE_WRITE`).
     #[serde(default = "default_todo_every")]
     pub todo_every: usize,
+    /// The text a reminder attachment written with an empty list sends, by
+    /// its kind (2.1.150 `task_reminder`, 2.1.100 `todo_reminder`), learned
+    /// from a capture that shows one.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub attachment_texts: std::collections::BTreeMap<String, String>,
 }
 
 fn default_todo_every() -> usize {
@@ -359,7 +370,7 @@ fn default_todo_every() -> usize {
 
 impl Default for Reminders {
     fn default() -> Self {
-        Reminders { todo: None, todo_every: default_todo_every() }
+        Reminders { todo: None, todo_every: default_todo_every(), attachment_texts: Default::default() }
     }
 }
 

@@ -7,6 +7,7 @@
 //! requests is copied from where it was written before ([`MessageSpans`]).
 
 use crate::assemble::Body;
+use crate::assemble::wire::{CCH_PLACEHOLDER, attest};
 use crate::json::{Json, writer};
 
 /// Cache of serialized static segments (shape system blocks, tool lists),
@@ -80,6 +81,21 @@ pub struct MessageSpans {
 /// [`write_body`] into a buffer that already holds earlier requests of the
 /// same session: messages written before (same node) are copied from it.
 pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
+    let start = out.len();
+    let system_at = write_placeholder_body(out, body, cache, spans);
+    if let Some(seed) = body.cch_seed {
+        attest_in_place(&mut out[start..], system_at - start, seed);
+    }
+}
+
+/// The body as the client writes it before attesting; returns where
+/// `system`'s first block starts in `out`.
+fn write_placeholder_body(
+    out: &mut Vec<u8>,
+    body: &Body<'_>,
+    cache: &mut SegmentCache,
+    spans: &mut MessageSpans,
+) -> usize {
     body_head(out, body);
     for (i, m) in body.messages.iter().enumerate() {
         if i > 0 {
@@ -96,6 +112,7 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
         }
     }
     out.extend_from_slice(b"],\"system\":[");
+    let system_at = out.len();
     for (i, s) in body.system.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -117,12 +134,72 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
         }
     }
     body_tail(out, body);
+    system_at
+}
+
+/// The native client's attestation: the first `cch=00000` from `from` on
+/// (the billing block, which opens `system`) gets the attested value of
+/// the whole body as written with the placeholder.
+fn attest_in_place(body: &mut [u8], from: usize, seed: u64) {
+    let Some(at) = body.get(from..).and_then(|b| memchr::memmem::find(b, CCH_PLACEHOLDER)) else { return };
+    let cch = attest(body, seed);
+    let digits = from + at + b"cch=".len();
+    if let Some(slot) = body.get_mut(digits..digits + cch.len()) {
+        slot.copy_from_slice(cch.as_bytes());
+    }
+}
+
+/// The attested billing block of `body` (its first system block with the
+/// placeholder replaced), for the dedup format, whose segments hold what
+/// the batch line would; `None` when the body is not attested.
+pub fn attested_header(body: &Body<'_>, cache: &mut SegmentCache) -> Option<Vec<u8>> {
+    let seed = body.cch_seed?;
+    let mut full = Vec::new();
+    let system_at = write_placeholder_body(&mut full, body, cache, &mut MessageSpans::default());
+    let mut block = writer::to_vec(body.system.first()?);
+    if memchr::memmem::find(&block, CCH_PLACEHOLDER).is_none() || !full.get(system_at..)?.starts_with(&block) {
+        return None;
+    }
+    attest_in_place(&mut full, system_at, seed);
+    let n = block.len();
+    block.copy_from_slice(full.get(system_at..system_at + n)?);
+    Some(block)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::json::Json;
+
+    #[test]
+    fn an_attested_body_has_the_hash_of_its_placeholder_bytes() {
+        let header = [Json::Obj(&[("text", Json::Str("h; cch=00000;"))])];
+        let msgs = [Json::Str("cch=00000")];
+        let body = Body {
+            model: Json::Str("m"),
+            messages: msgs.iter().collect(),
+            system: header.iter().collect(),
+            system_keys: vec![None],
+            tools: None,
+            tools_key: None,
+            metadata: Json::Null,
+            params: vec![],
+            stream: true,
+            betas: vec![],
+            cch_seed: Some(7),
+        };
+        let mut cache = SegmentCache::default();
+        let mut plain = Vec::new();
+        write_body(&mut plain, &Body { cch_seed: None, ..body.clone() }, &mut cache);
+        let mut out = Vec::new();
+        write_body(&mut out, &body, &mut cache);
+        // Only the billing block's placeholder (after the messages) changes.
+        let cch = attest(&plain, 7);
+        let want = String::from_utf8(plain.clone()).unwrap().replace("h; cch=00000;", &format!("h; cch={cch};"));
+        assert_eq!(String::from_utf8(out).unwrap(), want);
+        assert_eq!(attested_header(&body, &mut cache).unwrap(), format!("{{\"text\":\"h; cch={cch};\"}}").into_bytes());
+        assert_eq!(attested_header(&Body { cch_seed: None, ..body }, &mut cache), None);
+    }
 
     #[test]
     fn body_layout_and_cache_reuse() {
@@ -140,6 +217,7 @@ mod tests {
             params: vec![("max_tokens", Json::U64(5))],
             stream: true,
             betas: vec![],
+            cch_seed: None,
         };
         let mut cache = SegmentCache::default();
         let mut out = Vec::new();

@@ -316,6 +316,11 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
     // Segment ids of values already serialized in this session, by node.
     let mut by_node: HashMap<usize, (u128, usize)> = HashMap::default();
     let mut local: HashSet<u128> = HashSet::default();
+    // Attested billing blocks (`Body::cch_seed`), one per request, made
+    // before the segment closure borrows the cache.
+    let mut attested =
+        select(requests, turns).iter().map(|r| body::attested_header(&r.body, cache)).collect::<Vec<_>>().into_iter();
+    let mut attested_seen: HashSet<u128> = HashSet::default();
     let mut seg = |v: &Json<'_>, key: Option<u128>, so: &mut SessionOut| -> (u128, usize) {
         let ptr = v as *const Json<'_> as usize;
         if let Some(&hit) = by_node.get(&ptr) {
@@ -349,7 +354,17 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
                 .collect()
         };
         let messages = ids(&b.messages, &[], so);
-        let system = ids(&b.system, &b.system_keys, so);
+        let mut system = ids(&b.system, &b.system_keys, so);
+        // An attested billing block is this request's own bytes (same length).
+        if let Some(block) = attested.next().flatten() {
+            let id = xxhash_rust::xxh3::xxh3_128(&block);
+            if attested_seen.insert(id) {
+                so.segments.push((id, block.into()));
+            }
+            if let Some(first) = system.first_mut() {
+                *first = id;
+            }
+        }
         let tools = b.tools.map(|t| {
             let (id, len) = seg(t, b.tools_key, so);
             body_len += len + b",\"tools\":".len();

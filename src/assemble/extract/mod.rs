@@ -25,7 +25,7 @@
 use super::pipeline::contexts::{self, UserContext};
 use super::pipeline::system_blocks::{self, system_blocks};
 use super::pipeline::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
-use super::wire::{BILLING_SALT, billing_suffix};
+use super::wire::{self, BILLING_SALT, billing_suffix};
 use crate::env::SessionEnv;
 use crate::profile::{
     Billing, CliPrefixes, DYNAMIC_VARS, GIT_VARS, GitStatusTemplate, Layout, Profile, ProfileError, PromptTemplate,
@@ -36,6 +36,7 @@ use std::path::Path;
 
 mod capture;
 mod models;
+mod reminders;
 mod templates;
 
 use capture::*;
@@ -87,6 +88,28 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
             profile.layout.name = format!("cc-{}", profile.version);
         }
     }
+    // Consecutive user messages merged without the "\n" (2.1.0's skill
+    // command and its body) show where a transcript holds the first text.
+    if wire.is_some() && merges_plain(&lines, &held) {
+        profile.layout.merge_newline = false;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
+    // A reminder joined to a string tool result (2.1.100's nested memory
+    // and todo reminder) shows in a later request of a capture.
+    if wire.is_some() && !profile.layout.attachments_into_tool_result && joins_tool_results(&lines, &held) {
+        profile.layout.attachments_into_tool_result = true;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
+    if wire.is_some() {
+        profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
+    }
+    // A `cch` that changes per request is the native client's attestation
+    // (2.1.150): the seed that reproduces every captured one is kept, and
+    // the header is rendered with the placeholder it is computed over.
+    if let Some(seed) = wire::find_cch_seed(&attested_samples(&lines)) {
+        profile.billing.cch_seed = Some(format!("{seed:016x}"));
+        profile.billing.cch = Some(" cch=00000;".into());
+    }
     Ok(profile)
 }
 
@@ -106,6 +129,68 @@ fn system_message_members(lines: &[Value]) -> Option<Vec<String>> {
         }
     }
     seen.then_some(out)
+}
+
+/// Whether the captures show user messages merged as they are: a text
+/// block followed by another in its message that a transcript holds as a
+/// whole string prompt, without the merge's `"\n"`, and no block that holds
+/// one with it.
+fn merges_plain(lines: &[Value], held: &[String]) -> bool {
+    let prompt = |t: &str| {
+        let esc = serde_json::to_string(t).unwrap_or_default();
+        held.iter().any(|h| h.contains(&format!("\"role\":\"user\",\"content\":{esc}}}")))
+    };
+    let (mut plain, mut newline) = (false, false);
+    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
+    for m in messages.filter(|m| m["role"] == "user") {
+        let Some(blocks) = m.get("content").and_then(Value::as_array) else { continue };
+        for b in blocks.iter().take(blocks.len().saturating_sub(1)) {
+            let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
+            match t.strip_suffix('\n') {
+                Some(s) if !s.is_empty() && prompt(s) => newline = true,
+                _ if !t.ends_with('\n') && prompt(t) => plain = true,
+                _ => {}
+            }
+        }
+    }
+    plain && !newline
+}
+
+/// Whether a captured request carries a string tool result with a
+/// `<system-reminder>` after its text that no transcript beside the capture
+/// holds so (the transcript has the result and the reminder apart).
+fn joins_tool_results(lines: &[Value], held: &[String]) -> bool {
+    lines
+        .iter()
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .flatten()
+        .filter_map(|m| m.get("content").and_then(Value::as_array))
+        .flatten()
+        .filter(|b| b["type"] == "tool_result")
+        .filter_map(|b| b.get("content").and_then(Value::as_str))
+        .any(|c| c.contains("\n\n<system-reminder>\n") && !held_by(held, c))
+}
+
+/// Each captured Messages request whose billing header has a `cch` other
+/// than the placeholder: its raw body with the placeholder put back, and
+/// that `cch`.
+fn attested_samples(lines: &[Value]) -> Vec<(Vec<u8>, String)> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for v in lines {
+        let header = v.pointer("/body/system/0/text").and_then(Value::as_str).unwrap_or("");
+        let Some(cch) = header.strip_prefix("x-anthropic-billing-header:").and_then(|h| {
+            h.split(';').find_map(|p| p.trim().strip_prefix("cch=")).filter(|c| c.len() == 5 && *c != "00000")
+        }) else {
+            continue;
+        };
+        let raw = v.get("raw_b64").and_then(Value::as_str).unwrap_or("");
+        let Ok(mut raw) = base64::engine::general_purpose::STANDARD.decode(raw) else { continue };
+        let Some(at) = memchr::memmem::find(&raw, format!("cch={cch};").as_bytes()) else { continue };
+        raw[at..at + 9].copy_from_slice(wire::CCH_PLACEHOLDER);
+        out.push((raw, cch.to_string()));
+    }
+    out
 }
 
 /// One profile from several captures of one release (each with its own
@@ -160,6 +245,11 @@ fn merge(into: &mut Profile, other: Profile) {
     let before = l.clone();
     l.system_context_in_prompt |= o.system_context_in_prompt;
     l.user_context_message |= o.user_context_message;
+    l.skills_per_process |= o.skills_per_process;
+    l.merge_newline &= o.merge_newline;
+    l.memory_comments |= o.memory_comments;
+    l.memory_untrimmed |= o.memory_untrimmed;
+    l.attachments_into_tool_result |= o.attachments_into_tool_result;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     l.system_from_snapshot |= o.system_from_snapshot;
     if l.system_message_params.is_empty() {
@@ -168,9 +258,18 @@ fn merge(into: &mut Profile, other: Profile) {
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
+    // The undated reminder's tail is cut after the claudeMd text as the
+    // capture renders it: a capture that showed the files verbatim has the
+    // tail that goes with them.
+    if o.memory_untrimmed && !before.memory_untrimmed && other.user_context.is_some() {
+        into.user_context = other.user_context.clone();
+    }
     into.user_context = into.user_context.take().or(other.user_context);
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    for (kind, text) in other.reminders.attachment_texts {
+        into.reminders.attachment_texts.entry(kind).or_insert(text);
+    }
     for m in other.models {
         match into.models.iter_mut().find(|x| x.id == m.id) {
             // A model the first capture only names (in a model list) gets
@@ -219,9 +318,11 @@ fn prompt_parts(cap: &Capture, facts: &Facts, boundary: bool) -> (String, String
 }
 
 /// The built-in `layout` with the capture's own choices where they differ:
-/// gitStatus as the prompt's last section (2.0.x), the user context as a
-/// prepended reminder (one the transcripts beside it do not hold). A
-/// changed layout is named after the release.
+/// gitStatus as the prompt's last section (2.0.x), the user context and the
+/// skills listing as prepended reminders (ones the transcripts beside it do
+/// not hold: 2.1.50 sends the listing per process without writing it, 2.1.100
+/// writes it as a `skill_listing` attachment). A changed layout is named
+/// after the release.
 fn captured_layout(
     mut layout: Layout,
     cap: &Capture,
@@ -237,6 +338,20 @@ fn captured_layout(
             && !held_by(held, t)
     });
     layout.user_context_message |= user_context && prepended;
+    let skills = skills_template(&cap.first_texts, None).is_some();
+    let listed = held.iter().any(|t| t.contains("\"type\":\"skill_listing\""));
+    layout.skills_per_process |= skills && !listed;
+    // The per-process listing is a message of its own merged before the
+    // prompt: it ends with the merge's "\n" after `</system-reminder>`
+    // (2.1.88), or the release joins the messages as they are (2.1.50).
+    // (Attachments of one message, 2.1.328's, are blocks with no merge.)
+    let n = cap.first_texts.len();
+    let bare = cap.first_texts.iter().take(n.saturating_sub(1)).any(|t| {
+        t.starts_with("<system-reminder>")
+            && t.lines().nth(1).is_some_and(|l| l.contains("skills"))
+            && t.ends_with("</system-reminder>")
+    });
+    layout.merge_newline &= !(skills && !listed && bare);
     if layout != builtin {
         layout.name = format!("cc-{}", cap.version);
     }
@@ -268,8 +383,13 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         }
     }
     let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
-    let user_context = user_context_template(&cap.first_texts, &facts, env);
-    let layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    let form = memory_form(&cap.first_texts, env);
+    let user_context = user_context_template(&cap.first_texts, &facts, env, form);
+    let mut layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    if form != (false, false) {
+        (layout.memory_comments, layout.memory_untrimmed) = form;
+        layout.name = format!("cc-{}", cap.version);
+    }
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
     let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
     if prefix == seed.cli_prefix.sdk_with_append {
@@ -297,7 +417,13 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
             path.display(),
             cap.model
         ),
-        billing: Billing { salt: BILLING_SALT.into(), cch, suffix_text, header_block: cap.header_block },
+        billing: Billing {
+            salt: BILLING_SALT.into(),
+            cch,
+            suffix_text,
+            header_block: cap.header_block,
+            cch_seed: None,
+        },
         cli_prefix: cli,
         prompt: PromptTemplate { static_sections, dynamic_sections },
         git_status,
@@ -461,6 +587,21 @@ mod tests {
         let with = edited_capture("cc-2.1.88/hello", |_| {}, Some(snap));
         let p = extract(&with.path().join("wire.jsonl"), Some(&env)).unwrap();
         assert!(p.layout.system_from_snapshot && p.layout.name == "cc-2.1.88", "{:?}", p.layout);
+    }
+
+    #[test]
+    fn plain_merges_are_told_by_a_held_prompt() {
+        // 2.1.0's skill capture: the command message, then the skill body.
+        let wire = |first: &str| {
+            serde_json::json!({"body": {"messages": [{"role": "user", "content": [
+                {"type": "text", "text": first}, {"type": "text", "text": "Base directory…"}]}]}})
+        };
+        let held = vec![r#"{"message":{"role":"user","content":"<command-name>greet</command-name>"}}"#.to_string()];
+        assert!(merges_plain(&[wire("<command-name>greet</command-name>")], &held));
+        assert!(!merges_plain(&[wire("<command-name>greet</command-name>\n")], &held));
+        assert!(!merges_plain(&[wire("<command-name>other</command-name>")], &held));
+        let both = [wire("<command-name>greet</command-name>"), wire("<command-name>greet</command-name>\n")];
+        assert!(!merges_plain(&both, &held));
     }
 
     #[test]

@@ -261,17 +261,13 @@ pub(super) fn user_context_template(
     texts: &[String],
     f: &Facts,
     env: Option<&SessionEnv>,
+    form: (bool, bool),
 ) -> Option<(UserContextTemplate, String)> {
     if let Some(found) = dated_user_context(texts, f) {
         return Some(found);
     }
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let env = env?;
-    let project_dir = env.project_dir.clone();
-    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
-    roots.project_dir = project_dir;
-    roots.home_claude_dir = env.home_claude_dir.clone();
-    let claude_md = crate::env::memory::load(&roots).render_claude_md()?;
+    let claude_md = claude_md_of(env?, form)?;
     let section = format!("# claudeMd\n{claude_md}");
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
@@ -281,6 +277,39 @@ pub(super) fn user_context_template(
         tail: t[at + section.len()..].to_string(),
     };
     Some((tpl, f.date.clone().unwrap_or_default()))
+}
+
+/// The session's claudeMd text, rendered from its snapshot's memory files
+/// in `form` (comments kept, untrimmed: see
+/// [`crate::profile::Layout::memory_comments`] and `memory_untrimmed`).
+fn claude_md_of(env: &SessionEnv, (comments, untrimmed): (bool, bool)) -> Option<String> {
+    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
+    roots.project_dir = env.project_dir.clone();
+    roots.home_claude_dir = env.home_claude_dir.clone();
+    roots.keep_comments = comments;
+    crate::env::memory::load(&roots).render_claude_md_as(untrimmed)
+}
+
+/// How the capture's claudeMd section renders the memory files: (comments
+/// kept, untrimmed). Each is on only when every form that shows in the
+/// text has it (the text is followed by `\n# currentDate` in a dated
+/// reminder; a file without comments, or a single file's trimmed text — a
+/// prefix of its untrimmed one — in an undated reminder, cannot tell).
+pub(super) fn memory_form(texts: &[String], env: Option<&SessionEnv>) -> (bool, bool) {
+    let Some(env) = env else { return (false, false) };
+    let Some(t) = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n")) else {
+        return (false, false);
+    };
+    let next = if t.contains("\n# currentDate\n") { "\n# currentDate\n" } else { "" };
+    let forms = [(false, false), (false, true), (true, false), (true, true)];
+    let shown: Vec<(bool, bool)> = forms
+        .into_iter()
+        .filter(|f| claude_md_of(env, *f).is_some_and(|c| t.contains(&format!("# claudeMd\n{c}{next}"))))
+        .collect();
+    if shown.is_empty() {
+        return (false, false);
+    }
+    (shown.iter().all(|f| f.0), shown.iter().all(|f| f.1))
 }
 
 /// The 2.1.88 form: the reminder with a `# currentDate` section.

@@ -51,6 +51,7 @@ pub(crate) fn build_request<'a>(
         params: cx.statics.params_of(process).to_vec(),
         stream: true,
         betas: cx.statics.betas.clone(),
+        cch_seed: header.and(cx.plan.cch_seed),
     };
     Request {
         custom_id: custom_id(&id_session_part(cx.file.file, session_id), cx.agent_id, n),

@@ -91,10 +91,14 @@ impl<'a, 's> ChainCtx<'a, 's> {
             .iter()
             .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
             .find_map(|e| e.raw.get_str("entrypoint"))
+            .or_else(|| extras.entrypoint.as_deref().map(|t| &*bump.alloc_str(t)))
             .unwrap_or("cli");
         let pieces = entries
             .iter()
             .map(|e| {
+                if let Some(p) = profile_reminder(bump, e, &extras.attachment_texts) {
+                    return Some(p);
+                }
                 let p = normalize::piece_of_entry(bump, e);
                 if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
                     && a.rendered.is_none()
@@ -164,5 +168,21 @@ fn subagent_prompt<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a 
     main.iter().filter_map(Entry::as_assistant).flat_map(|a| a.content.blocks()).find_map(|b| match b.kind {
         BlockKind::ToolUse { id, input, .. } if id == call_id => input.get_str("prompt"),
         _ => None,
+    })
+}
+
+/// A reminder attachment written with an empty list and no text, sent as
+/// the profile's text for its kind (2.1.150 `task_reminder`).
+fn profile_reminder<'a>(
+    bump: &'a bumpalo::Bump,
+    e: &crate::model::entry::Entry<'a>,
+    texts: &std::collections::BTreeMap<String, String>,
+) -> Option<Piece<'a>> {
+    let EntryKind::Attachment(a) = &e.kind else { return None };
+    let text = texts.get(a.attachment_type?)?;
+    let empty = a.attachment.get("content").and_then(crate::json::Json::as_array).is_some_and(<[_]>::is_empty);
+    (empty && a.rendered.is_none() && e.raw.get("rendered").is_none()).then(|| Piece::Attachment {
+        role: super::attachments::AttachmentRole::User,
+        texts: smallvec::smallvec![&*bump.alloc_str(text)],
     })
 }

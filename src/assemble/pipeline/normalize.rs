@@ -22,7 +22,8 @@
 //!    plus the profile's extra members (`output_config` in 2.1.328);
 //!    assistant lines sharing a `message.id` are one message;
 //! 4. merges consecutive user messages: a text block ending the earlier
-//!    message gets `"\n"` appended, then the blocks are concatenated; with
+//!    message gets `"\n"` appended (not with [`Rules::merge_plain`], 2.1.50),
+//!    then the blocks are concatenated; with
 //!    [`Rules::attachments_into_tool_result`] (2.1.88) attachment text after
 //!    a string tool result is appended to that result's content instead.
 //!
@@ -65,6 +66,9 @@ pub struct Rules<'a> {
     /// to that result: the result without trailing whitespace, then each
     /// text after `"\n\n"` (memory-files and long-session captures).
     pub attachments_into_tool_result: bool,
+    /// Rule 4 without the `"\n"`: the blocks are concatenated as they are
+    /// (2.1.50, `layout.merge_newline` off).
+    pub merge_plain: bool,
 }
 
 /// What normalization dropped or merged.
@@ -374,7 +378,8 @@ fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>,
         }
         return;
     }
-    if let Some(last) = prev.last_mut()
+    if !rules.merge_plain
+        && let Some(last) = prev.last_mut()
         && last.get_str("type") == Some("text")
         && let Some(text) = last.get_str("text")
         && let Some(v) = with_member(bump, last, "text", Json::Str(bump.alloc_str(&format!("{text}\n"))))

@@ -59,6 +59,8 @@ pub struct Plan {
     pub billing_salt: String,
     /// Appended to the billing header (2.1.88: `" cch=00000;"`).
     pub billing_extra: String,
+    /// The attestation seed of `cch` (`billing.cch_seed`, 2.1.150).
+    pub cch_seed: Option<u64>,
     /// Which text feeds the billing header's suffix.
     pub billing_text: SuffixText,
     /// The billing header is the first system block (`false`: none, 2.0.x).
@@ -75,6 +77,8 @@ pub struct Plan {
     pub system_attachments_as_user: bool,
     /// Attachment text after a string tool result is joined to it (2.1.88).
     pub attachments_into_tool_result: bool,
+    /// Merged user messages are joined with a `"\n"` (`layout.merge_newline`).
+    pub merge_newline: bool,
     /// The message breakpoint's `cache_control` value.
     pub cache_control: serde_json::Value,
     /// How many of the last messages get a breakpoint (2.0.77: 2).
@@ -96,12 +100,14 @@ impl Plan {
             billing_salt: profile.billing.salt.clone(),
             billing_extra: profile.billing.cch.clone().unwrap_or_default(),
             billing_text: profile.billing.suffix_text,
+            cch_seed: profile.billing.cch_seed.as_deref().and_then(|s| u64::from_str_radix(s, 16).ok()),
             billing_block: profile.billing.header_block,
             metadata: profile.metadata,
             system_message_params: l.system_message_params.clone(),
             process_params: Vec::new(),
             system_attachments_as_user: l.system_attachments_as_user,
             attachments_into_tool_result: l.attachments_into_tool_result,
+            merge_newline: l.merge_newline,
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
             model: None,
@@ -138,6 +144,13 @@ pub struct Extras {
     /// in the transcript; seeds: `TODO_REMINDER_CONFIG`, 10 turns; checked on
     /// long-session, where the 10th assistant line triggers it).
     pub todo_reminder: Option<(String, usize)>,
+    /// The billing header's `cc_entrypoint` when the transcript writes no
+    /// `entrypoint` (2.1.50 and older): `sdk-cli` for a `-p` run, as the
+    /// snapshot's argv says; otherwise `cli`.
+    pub entrypoint: Option<String>,
+    /// The text of a reminder attachment written with an empty list, by
+    /// kind (the profile's `reminders.attachment_texts`).
+    pub attachment_texts: std::collections::BTreeMap<String, String>,
 }
 
 /// Named members in order (params, or what a system turn carries).
@@ -225,6 +238,7 @@ impl<'a> Statics<'a> {
                 system_message_extra: system_extra.to_vec(),
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
+                merge_plain: !plan.merge_newline,
             },
         }
     }

@@ -57,13 +57,19 @@ pub(crate) fn anchor_reminders<'a>(
 /// Entry indices of the prompts that begin a CLI process: the first plain
 /// user prompt of the file and the first one after each `last-prompt` line
 /// (a `-p` process writes `last-prompt` as it ends; checked on
-/// resume-multi-prompt of the 2.1.88 captures).
+/// resume-multi-prompt of the 2.1.88 captures). A file without any
+/// `last-prompt` line (2.1.50 writes none) marks a `-p` process by the
+/// `queue-operation` dequeue of its prompt (checked on 2.1.50's
+/// resume-multi-prompt; an interactive session that queued a prompt while
+/// busy would be cut there too).
 pub(crate) fn process_first_prompts(entries: &[Entry<'_>]) -> Vec<usize> {
     let mut out = Vec::new();
     let mut waiting = true;
+    let marks_by_queue = !entries.iter().any(|e| matches!(e.kind, EntryKind::LastPrompt { .. }));
     for (i, e) in entries.iter().enumerate() {
         match &e.kind {
             EntryKind::LastPrompt { .. } => waiting = true,
+            EntryKind::QueueOperation { operation: Some("dequeue"), .. } if marks_by_queue => waiting = true,
             EntryKind::User(u) if waiting && !e.env.is_meta => {
                 let is_tool_result = u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
                 if !is_tool_result {
@@ -113,5 +119,26 @@ mod tests {
         assert!(uses_tool(&parsed.entries[1], "TodoWrite"));
         assert!(!uses_tool(&parsed.entries[1], "Bash"));
         assert!(!uses_tool(&parsed.entries[0], "TodoWrite"));
+    }
+
+    #[test]
+    fn without_last_prompt_the_queue_marks_the_processes() {
+        // 2.1.50 writes no last-prompt: each -p process dequeues its prompt.
+        let dequeue = r#"{"type":"queue-operation","operation":"dequeue"}"#;
+        let lines = [
+            dequeue,
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"first"}}"#,
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"ok"}]}}"#,
+            dequeue,
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"second"}}"#,
+        ]
+        .join("\n");
+        let bump = Bump::new();
+        let parsed = parse_bytes(&bump, lines.as_bytes(), "t.jsonl", &ReadOptions::default());
+        assert_eq!(process_first_prompts(&parsed.entries), [1, 4]);
+        // With a last-prompt line anywhere, the queue marks nothing.
+        let with = format!("{lines}\n{}", r#"{"type":"last-prompt","lastPrompt":"second"}"#);
+        let parsed = parse_bytes(&bump, with.as_bytes(), "t.jsonl", &ReadOptions::default());
+        assert_eq!(process_first_prompts(&parsed.entries), [1]);
     }
 }

@@ -146,6 +146,10 @@ impl Setup {
             ..PromptChoice::default()
         };
         let memory = self.memory(&facts.env, &mut extras);
+        extras.attachment_texts = self.profile.reminders.attachment_texts.clone();
+        if first_of(session, |e| e.raw.get_str("entrypoint")).is_none() && facts.env.print_mode() == Some(true) {
+            extras.entrypoint = Some("sdk-cli".into());
+        }
         if self.profile.layout.system_from_shape && facts.has_shapes {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
@@ -153,7 +157,8 @@ impl Setup {
         // No recorded shape: the prompt is rendered from the profile; the
         // system messages carry the layout's params all the same (2.1.328
         // records-free: `output_config` on every `role: "system"` turn).
-        let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
+        let untrimmed = self.profile.layout.memory_untrimmed;
+        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(untrimmed));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         let snapshot = self.profile.layout.system_from_snapshot.then(|| session_snapshot(session)).flatten();
         if snapshot.is_none() {
@@ -284,7 +289,11 @@ impl Setup {
         let l = &p.layout;
         // The wire texts end with the "\n" the merge of consecutive user
         // messages appends (normalize rule 4).
-        let unmerge = |t: String| t.strip_suffix('\n').map(str::to_string).unwrap_or(t);
+        // Without that "\n" (`merge_newline` off) they are sent as rendered.
+        let unmerge = |t: String| match t.strip_suffix('\n') {
+            Some(s) if l.merge_newline => s.to_string(),
+            _ => t,
+        };
         if l.user_context_message {
             let uc = render_user_context(p, user_ctx);
             extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
@@ -363,6 +372,7 @@ impl Setup {
         let mut roots = MemoryRoots::new(&env.cwd, &env.home);
         roots.project_dir = project_dir;
         roots.home_claude_dir = env.home_claude_dir.clone();
+        roots.keep_comments = self.profile.layout.memory_comments;
         let m = memory::load(&roots);
         for w in &m.warnings {
             extras.warnings.push((DiagKind::MemoryRefused, format!("{}: {}", w.path, w.message)));

@@ -271,6 +271,8 @@ pub struct MemoryRoots {
     /// The canonical git root when it is not the cwd: the auto-memory slug is
     /// made from it. None = the cwd.
     pub project_root: Option<String>,
+    /// HTML comments are kept (2.1.71 and older send them). Default false.
+    pub keep_comments: bool,
 }
 
 impl MemoryRoots {
@@ -286,6 +288,7 @@ impl MemoryRoots {
             external_includes_approved: false,
             auto_memory: true,
             project_root: None,
+            keep_comments: false,
         }
     }
 
@@ -448,11 +451,21 @@ impl Memory {
     /// `# claudeMd\n` and `\n# currentDate` of the first request) and
     /// cc-2.1.328/*/ (the `instructions` attachment).
     pub fn render_claude_md(&self) -> Option<String> {
+        self.render_claude_md_as(false)
+    }
+
+    /// [`Memory::render_claude_md`], with each file's content untrimmed
+    /// when `untrimmed` (2.1.0 – 2.1.78: a file's last newline stays, a
+    /// blank line before the next `Contents of`).
+    pub fn render_claude_md_as(&self, untrimmed: bool) -> Option<String> {
         let parts: Vec<String> = self
             .files
             .iter()
             .filter(|f| !f.content.is_empty())
-            .map(|f| format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), js_trim(&f.content)))
+            .map(|f| {
+                let text = if untrimmed { f.content.as_str() } else { js_trim(&f.content) };
+                format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), text)
+            })
             .collect();
         if parts.is_empty() {
             return None;

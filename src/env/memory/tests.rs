@@ -584,3 +584,18 @@ fn adversarial_text_is_scanned_in_linear_time() {
     assert_eq!(paths(&m.files), ["/work/proj/CLAUDE.md"]);
     assert!(start.elapsed() < std::time::Duration::from_secs(20), "{:?}", start.elapsed());
 }
+
+#[test]
+fn memory_as_read_keeps_comments_and_the_last_newline() {
+    // 2.1.0/2.1.50 send memory files as read (memory-files captures).
+    let mut s = snap();
+    write(&s.proj, "CLAUDE.md", "<!-- maintainers only -->\n# Project\n");
+    write(&s.claude, "CLAUDE.md", "Be terse.\n");
+    let trimmed = load(&s.roots).render_claude_md().unwrap();
+    assert!(trimmed.ends_with("checked into the codebase):\n\n# Project"), "{trimmed}");
+    assert!(trimmed.contains("Be terse.\n\nContents of"), "{trimmed}");
+    s.roots.keep_comments = true;
+    let verbatim = load(&s.roots).render_claude_md_as(true).unwrap();
+    assert!(verbatim.ends_with("codebase):\n\n<!-- maintainers only -->\n# Project\n"), "{verbatim}");
+    assert!(verbatim.contains("Be terse.\n\n\nContents of"), "{verbatim}");
+}
