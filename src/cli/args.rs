@@ -247,8 +247,12 @@ pub enum ProfileCommand {
 #[derive(Args)]
 pub struct CaptureArgs {
     /// The release (an npm version of @anthropic-ai/claude-code, e.g. 2.1.88).
-    #[arg(required_unless_present = "cli")]
+    #[arg(required_unless_present_any = ["cli", "from"])]
     pub version: Option<String>,
+    /// Make the profile from probe captures kept earlier (`--keep DIR`)
+    /// instead of running a CLI: after an upgrade of ctxasm, no CLI needed.
+    #[arg(long, conflicts_with_all = ["version", "cli", "keep"])]
+    pub from: Option<PathBuf>,
     /// Use this Claude Code binary instead of installing one (its
     /// `--version` names the release).
     #[arg(long, conflicts_with = "version")]

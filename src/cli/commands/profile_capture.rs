@@ -16,6 +16,9 @@ use ctxasm::profile::{Profile, Shelf, Version};
 use std::path::{Path, PathBuf};
 
 pub fn run(args: &CaptureArgs) -> anyhow::Result<Outcome> {
+    if let Some(dir) = &args.from {
+        return from_kept(dir, &chosen_probes(&args.probes)?, args.output.as_deref());
+    }
     let cache = settings::cache_dir().context("profile capture: no cache directory (set CTXASM_CACHE_DIR or HOME)")?;
     let cli = match (&args.cli, &args.version) {
         (Some(cli), _) => cli.clone(),
@@ -59,7 +62,35 @@ fn capture(
         }
         runs.push((run, probe.extract));
     }
-    let profile = merged_profile(&runs, version)?;
+    finish(&runs, version, output)
+}
+
+/// `--from DIR`: the probes' captures kept by an earlier `--keep DIR`; the
+/// release is the one `hello`'s snapshot names.
+fn from_kept(dir: &Path, probes: &[Probe], output: Option<&Path>) -> anyhow::Result<Outcome> {
+    let mut runs = Vec::new();
+    for probe in probes {
+        let d = dir.join(&probe.name);
+        if d.join("wire.jsonl").is_file() {
+            runs.push((
+                ProbeRun { name: probe.name.clone(), dir: d, requests: 0, failed_steps: Vec::new() },
+                probe.extract,
+            ));
+        } else {
+            eprintln!("ctxasm: probe {}: no capture in {}", probe.name, d.display());
+        }
+    }
+    let hello = SessionEnv::from_dir(&dir.join("hello/env"))
+        .with_context(|| format!("profile capture --from {}: the hello probe's env/", dir.display()))?;
+    let version = hello.cli_version.as_deref().and_then(Version::parse).with_context(|| {
+        format!("profile capture --from {}: hello/env/env.json names no release (cli_version)", dir.display())
+    })?;
+    finish(&runs, version, output)
+}
+
+/// Merge, write and check the profile of the probes' captures.
+fn finish(runs: &[(ProbeRun, bool)], version: Version, output: Option<&Path>) -> anyhow::Result<Outcome> {
+    let profile = merged_profile(runs, version)?;
     let dest = match output {
         Some(p) => p.to_path_buf(),
         None => Shelf::path_for(&settings::profile_dir().unwrap_or_default(), version),
@@ -74,7 +105,7 @@ fn capture(
         profile.models.len(),
         dest.display()
     );
-    let exact = fidelity(&runs, &profile)?;
+    let exact = fidelity(runs, &profile)?;
     Ok(if exact { Outcome::Clean } else { Outcome::Problems })
 }
 
