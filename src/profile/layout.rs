@@ -53,6 +53,20 @@ pub struct Layout {
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]
     pub message_breakpoints: usize,
+    /// The message breakpoints skip `role: "system"` messages: they go on
+    /// the last user or assistant messages, a system turn after them stays
+    /// unmarked (2.1.198; 2.1.250 and 2.1.3xx mark a last system turn).
+    pub breakpoint_skips_system: bool,
+    /// [`Layout::system_message_params`] go on the first `role: "system"`
+    /// message of a request only (2.1.300: a later system turn, the nested
+    /// rules or the token count, has none).
+    pub system_message_params_first_only: bool,
+    /// Params whose value is the session's own: taken from the turn's
+    /// `api-request` record (the newest written before it), left out when
+    /// that record has none (2.1.300 `safeguards`: the working directory,
+    /// home and permission rules, sent on a process's first request only).
+    /// A chain without records gets the profile's value.
+    pub params_from_records: Vec<String>,
 }
 
 fn one() -> usize {
@@ -75,6 +89,9 @@ impl Default for Layout {
             system_attachments_as_user: false,
             system_message_params: Vec::new(),
             message_breakpoints: one(),
+            breakpoint_skips_system: false,
+            system_message_params_first_only: false,
+            params_from_records: Vec::new(),
         }
     }
 }

@@ -30,7 +30,8 @@
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
-//! metadata ("json_user_id" (default) | "legacy_user_id")
+//! metadata ("json_user_id" (default) | "legacy_user_id"),
+//! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default [])
 //! ```
 
 mod layout;
@@ -328,6 +329,32 @@ pub struct Profile {
     /// The form of `metadata.user_id`.
     #[serde(default)]
     pub metadata: MetadataForm,
+    /// How the release renders the attachment kinds its transcripts write
+    /// without `rendered` (before 2.1.270), learned from a capture.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentTemplate>,
+}
+
+/// The text one attachment kind sends, for attachments written without
+/// `rendered`: `text` is a template whose variables are the attachment's
+/// own fields (a string; a list of strings joined by `\n`; `a.b` for a
+/// string inside an object member), learned by `profile extract` from the
+/// capture's requests and the transcripts beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentTemplate {
+    /// `attachment.type` (`agent_listing_delta`, `skill_listing`, …).
+    pub kind: String,
+    /// The attachment's boolean fields as captured (`showConcurrencyNote`):
+    /// the template is for attachments with these values (another value
+    /// may send other text).
+    #[serde(default)]
+    pub when: std::collections::BTreeMap<String, bool>,
+    /// Who it speaks as: `user` (a `<system-reminder>` text block, `text`
+    /// whole) or `system` (a `role: "system"` turn; `text` without the
+    /// reminder wrapper, joined to its neighbours by `\n\n`).
+    pub role: String,
+    /// The template.
+    pub text: String,
 }
 
 /// Periodic reminders of the seed layout.

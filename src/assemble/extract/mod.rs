@@ -34,6 +34,7 @@ use crate::profile::{
 use serde_json::Value;
 use std::path::Path;
 
+mod attachments;
 mod capture;
 mod templates;
 
@@ -80,7 +81,62 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    if wire.is_some() {
+        profile.attachments = attachments::learn(&lines, &held);
+        system_turns_layout(&mut profile.layout, &lines, &profile.version);
+    }
     Ok(profile)
+}
+
+/// What the capture's `role: "system"` turns show: a last one without a
+/// breakpoint where an earlier message has one (2.1.198), the params they
+/// carry (none before 2.1.3xx) and whether a later one goes without
+/// (2.1.300).
+fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str) {
+    let before = layout.clone();
+    let marked = |m: &Value| match &m["content"] {
+        Value::Array(c) => c.iter().any(|b| b.get("cache_control").is_some()),
+        _ => false,
+    };
+    let requests = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array));
+    let mut any_system = false;
+    let mut with_params = false;
+    for ms in requests {
+        let last_unmarked_system = ms.last().is_some_and(|m| m["role"] == "system" && !marked(m));
+        if last_unmarked_system && ms.iter().any(marked) {
+            layout.breakpoint_skips_system = true;
+        }
+        let systems: Vec<&Value> = ms.iter().filter(|m| m["role"] == "system").collect();
+        let has = |m: &Value| layout.system_message_params.iter().any(|p| m.get(p).is_some());
+        any_system |= !systems.is_empty();
+        with_params |= systems.iter().any(|m| has(m));
+        if systems.len() > 1 && has(systems[0]) && systems.iter().skip(1).any(|m| !has(m)) {
+            layout.system_message_params_first_only = true;
+        }
+    }
+    if any_system && !with_params {
+        layout.system_message_params.clear();
+    }
+    // A param of the first request that a later one goes without is the
+    // process's, not the release's: its value is the session's record.
+    let bodies: Vec<&Value> =
+        lines.iter().filter_map(|v| v.get("body")).filter(|b| b.get("messages").is_some()).collect();
+    if let Some((first, rest)) = bodies.split_first()
+        && let Some(params) = first.as_object()
+    {
+        // Side calls (title, topic checks) send other tools: not compared.
+        let same_tools: Vec<&&Value> = rest.iter().filter(|b| b.get("tools") == first.get("tools")).collect();
+        let own =
+            |k: &&String| !matches!(k.as_str(), "model" | "messages" | "system" | "tools" | "metadata" | "stream");
+        for k in params.keys().filter(own) {
+            if same_tools.iter().any(|b| b.get(k).is_none()) && !layout.params_from_records.contains(k) {
+                layout.params_from_records.push(k.clone());
+            }
+        }
+    }
+    if *layout != before {
+        layout.name = format!("cc-{version}");
+    }
 }
 
 /// One profile from several captures of one release (each with its own
@@ -116,12 +172,24 @@ fn merge(into: &mut Profile, other: Profile) {
     l.system_context_in_prompt |= o.system_context_in_prompt;
     l.user_context_message |= o.user_context_message;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
+    l.breakpoint_skips_system |= o.breakpoint_skips_system;
+    l.system_message_params_first_only |= o.system_message_params_first_only;
+    for p in &o.params_from_records {
+        if !l.params_from_records.contains(p) {
+            l.params_from_records.push(p.clone());
+        }
+    }
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
     into.user_context = into.user_context.take().or(other.user_context);
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    for t in other.attachments {
+        if !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
+            into.attachments.push(t);
+        }
+    }
     for m in other.models {
         if !into.models.iter().any(|x| x.id == m.id) {
             into.models.push(m);
@@ -255,6 +323,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
+        attachments: Vec::new(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -6,15 +6,22 @@
 //! mid-conversation system turns of 2.1.3xx). Those are used as written
 //! (checked on all 14 scenarios of the 2.1.328 captures).
 //!
-//! Older attachments carry no `rendered`. The common kinds found in the
+//! Older attachments carry no `rendered`. A profile extracted from a
+//! capture of the release holds how it renders each kind it saw
+//! ([`AttachmentTemplate`]: its role and a template of the attachment's
+//! fields; 2.1.198 and 2.1.250 send the agent and skill listings, the token
+//! count and nested rules as `role: "system"` turns), and those are used
+//! first ([`render_with`]). Without one, the common kinds found in the
 //! public corpus are rendered here as `<system-reminder>` user text built
-//! from their fields; no capture holds those kinds as sent, so that text is
-//! ctxasm's approximation, not a byte-exact rebuild. Kinds that send nothing
+//! from their fields; that text is ctxasm's approximation, not a byte-exact
+//! rebuild. Kinds that send nothing
 //! or that ctxasm cannot render (`prompt_snapshot`, `hook_success` of a hook
 //! that returned no context, unknown kinds) give `None`.
 
 use crate::json::Json;
 use crate::model::entry::Entry;
+use crate::profile::AttachmentTemplate;
+use crate::profile::template;
 use bumpalo::Bump;
 use smallvec::SmallVec;
 
@@ -36,8 +43,15 @@ pub struct Rendered<'a> {
     pub approximated: bool,
 }
 
-/// What `e` (an attachment entry) sends, if anything.
+/// What `e` (an attachment entry) sends, if anything, without a profile's
+/// templates.
 pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
+    render_with(bump, e, &[])
+}
+
+/// What `e` (an attachment entry) sends: its `rendered` text, else the
+/// profile's template of its kind, else ctxasm's approximation.
+pub fn render_with<'a>(bump: &'a Bump, e: &Entry<'a>, templates: &[AttachmentTemplate]) -> Option<Rendered<'a>> {
     let crate::model::entry::EntryKind::Attachment(a) = &e.kind else { return None };
     let role = match a.rendered_role {
         Some("system") => AttachmentRole::System,
@@ -59,7 +73,19 @@ pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
         }
         return Some(Rendered { role, texts, beside_tool_result, approximated: false });
     }
-    let text = approximate(a.attachment_type?, a.attachment)?;
+    let kind = a.attachment_type?;
+    if let Some(t) = pick_template(templates, kind, a.attachment) {
+        let text = render_template(t, a.attachment);
+        // A system turn's text is stored without the reminder wrapper that
+        // normalization takes off (a trailing newline of the text stays).
+        let (role, text) = match t.role.as_str() {
+            "system" => (AttachmentRole::System, reminder(&text)),
+            _ => (AttachmentRole::User, text),
+        };
+        let text: &'a str = bump.alloc_str(&text);
+        return Some(Rendered { role, texts: smallvec::smallvec![text], beside_tool_result, approximated: false });
+    }
+    let text = approximate(kind, a.attachment)?;
     let text: &'a str = bump.alloc_str(&text);
     Some(Rendered {
         role: AttachmentRole::User,
@@ -67,6 +93,49 @@ pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
         beside_tool_result,
         approximated: true,
     })
+}
+
+/// The template of `kind` whose boolean fields match the attachment's;
+/// else the first of that kind.
+fn pick_template<'t>(
+    templates: &'t [AttachmentTemplate],
+    kind: &str,
+    att: &Json<'_>,
+) -> Option<&'t AttachmentTemplate> {
+    let of_kind = || templates.iter().filter(|t| t.kind == kind);
+    let matches = |t: &&AttachmentTemplate| t.when.iter().all(|(k, v)| att.get_bool(k) == Some(*v));
+    of_kind().find(matches).or_else(|| of_kind().next())
+}
+
+/// An attachment's fields as template variables: strings as they are,
+/// lists of strings joined by `\n`, strings one object deep as `a.b`.
+pub fn attachment_vars(att: &Json<'_>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(members) = att.as_object() else { return out };
+    for (k, v) in members {
+        match v {
+            Json::Str(s) => out.push(((*k).to_string(), (*s).to_string())),
+            Json::Arr(items) if !items.is_empty() && items.iter().all(|i| i.as_str().is_some()) => {
+                let parts: Vec<&str> = items.iter().filter_map(Json::as_str).collect();
+                out.push(((*k).to_string(), parts.join("\n")));
+            }
+            Json::Obj(inner) => {
+                for (ik, iv) in inner.iter() {
+                    if let Json::Str(s) = iv {
+                        out.push((format!("{k}.{ik}"), (*s).to_string()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn render_template(t: &AttachmentTemplate, att: &Json<'_>) -> String {
+    let vars = attachment_vars(att);
+    let bound: Vec<template::Var<'_>> = vars.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
+    template::render(&t.text, &bound)
 }
 
 fn reminder(body: &str) -> String {

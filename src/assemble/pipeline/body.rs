@@ -13,6 +13,30 @@ use super::system::SystemParts;
 use crate::assemble::wire::{self, custom_id, id_session_part};
 use crate::assemble::{Body, Request};
 use crate::json::Json;
+use crate::model::entry::EntryKind;
+
+/// The plan's params, those the layout takes from records replaced by the
+/// value of the newest `api-request` record before entry `first` (left out
+/// when it has none; the plan's value when the chain has no record).
+fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize) -> Vec<(&'a str, Json<'a>)> {
+    let from_records = &cx.plan.params_from_records;
+    if from_records.is_empty() {
+        return cx.statics.params.clone();
+    }
+    let record = cx.entries[..first.min(cx.entries.len())].iter().rev().find_map(|e| match e.kind {
+        EntryKind::ApiRequest(r) => Some(r.params),
+        _ => None,
+    });
+    let Some(record) = record else { return cx.statics.params.clone() };
+    cx.statics
+        .params
+        .iter()
+        .filter_map(|&(k, v)| match from_records.iter().any(|p| p == k) {
+            true => record.and_then(|r| r.get(k)).map(|rv| (k, *rv)),
+            false => Some((k, v)),
+        })
+        .collect()
+}
 
 /// The request of turn `n`, whose first entry is `first`.
 pub(crate) fn build_request<'a>(
@@ -46,7 +70,7 @@ pub(crate) fn build_request<'a>(
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
-        params: cx.statics.params.clone(),
+        params: turn_params(cx, first),
         stream: true,
         betas: cx.statics.betas.clone(),
     };

@@ -23,11 +23,33 @@ fn can_carry(b: &Json<'_>) -> bool {
 /// Put `cache_control: value` on the last markable block of each of the
 /// last `count` messages; returns whether the last message got one.
 pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>, count: usize) -> bool {
+    add_cache_breakpoints_skipping(bump, messages, value, count, false)
+}
+
+/// [`add_cache_breakpoints`]; with `skip_system` (2.1.198) the last `count`
+/// messages that are not `role: "system"` are the ones marked.
+pub fn add_cache_breakpoints_skipping<'a>(
+    bump: &'a Bump,
+    messages: &mut [&'a Json<'a>],
+    value: Json<'a>,
+    count: usize,
+    skip_system: bool,
+) -> bool {
     let n = messages.len();
     let mut last_marked = false;
-    for (k, m) in messages.iter_mut().enumerate().skip(n.saturating_sub(count)) {
-        let marked = mark(bump, m, value);
-        last_marked = k + 1 == n && marked;
+    let mut left = count;
+    for k in (0..n).rev() {
+        if left == 0 {
+            break;
+        }
+        if skip_system && messages[k].get_str("role") == Some("system") {
+            continue;
+        }
+        left -= 1;
+        let marked = mark(bump, &mut messages[k], value);
+        if k + 1 == n {
+            last_marked = marked;
+        }
     }
     last_marked
 }

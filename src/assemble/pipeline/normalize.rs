@@ -54,6 +54,8 @@ pub struct Rules<'a> {
     /// Members appended to every `role: "system"` message (2.1.328:
     /// `output_config`).
     pub system_message_extra: Vec<(&'a str, Json<'a>)>,
+    /// Those members go on the first system turn only (2.1.300).
+    pub system_message_extra_first_only: bool,
     /// System-role attachments are sent as user text (layouts without
     /// system turns).
     pub system_attachments_as_user: bool,
@@ -72,8 +74,19 @@ pub struct Report {
     pub merged_assistant_lines: usize,
 }
 
-/// The piece an entry contributes, if any.
+/// The piece an entry contributes, if any (no profile attachment
+/// templates).
 pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
+    piece_of_entry_with(bump, e, &[])
+}
+
+/// The piece an entry contributes, attachments rendered with the profile's
+/// `templates` where they have no `rendered` text.
+pub fn piece_of_entry_with<'a>(
+    bump: &'a Bump,
+    e: &Entry<'a>,
+    templates: &[crate::profile::AttachmentTemplate],
+) -> Option<Piece<'a>> {
     match &e.kind {
         EntryKind::User(u) => {
             // A compact summary is written visible-in-transcript-only, and is
@@ -101,7 +114,7 @@ pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
             Some(Piece::Assistant { id: a.message_id, blocks: strip_internal(bump, blocks) })
         }
         EntryKind::Attachment(_) => {
-            let r = attachments::render(bump, e)?;
+            let r = attachments::render_with(bump, e, templates)?;
             Some(Piece::Attachment { role: r.role, texts: r.texts })
         }
         EntryKind::System(s) if s.subtype == Some("local_command") => {
@@ -179,6 +192,7 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
     let mut msgs = build_messages(bump, &order, &mut report);
     drop_hollow_assistants(&mut msgs, &mut report);
     let merged = merge_user_messages(bump, msgs, rules, &mut report);
+    let mut systems = 0usize;
     let out = merged
         .into_iter()
         .map(|m| -> &'a Json<'a> {
@@ -188,7 +202,13 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
                 Msg::System(texts) => {
                     let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
                     let block = text_block(bump, bump.alloc_str(&text));
-                    message(bump, "system", &[block], &rules.system_message_extra)
+                    systems += 1;
+                    let extra: &[(&'a str, Json<'a>)] = if rules.system_message_extra_first_only && systems > 1 {
+                        &[]
+                    } else {
+                        &rules.system_message_extra
+                    };
+                    message(bump, "system", &[block], extra)
                 }
             }
         })

@@ -78,6 +78,16 @@ pub struct Plan {
     pub message_breakpoints: usize,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
+    /// The profile's renderings of attachments written without `rendered`.
+    pub attachment_templates: Vec<crate::profile::AttachmentTemplate>,
+    /// Message breakpoints skip system turns (2.1.198).
+    pub breakpoint_skips_system: bool,
+    /// [`Plan::system_message_params`] on the first system turn only
+    /// (2.1.300).
+    pub system_message_params_first_only: bool,
+    /// Params taken from the turn's `api-request` record (2.1.300
+    /// `safeguards`).
+    pub params_from_records: Vec<String>,
 }
 
 impl Plan {
@@ -101,6 +111,10 @@ impl Plan {
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
             model: None,
+            attachment_templates: profile.attachments.clone(),
+            breakpoint_skips_system: l.breakpoint_skips_system,
+            system_message_params_first_only: l.system_message_params_first_only,
+            params_from_records: l.params_from_records.clone(),
         }
     }
 
@@ -179,6 +193,7 @@ impl<'a> Statics<'a> {
             betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
             rules: Rules {
                 system_message_extra: system_extra,
+                system_message_extra_first_only: plan.system_message_params_first_only,
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
             },

@@ -1,0 +1,224 @@
+//! Learning how a release renders the attachments its transcripts write
+//! without `rendered` (before 2.1.270): each such attachment of the
+//! transcripts beside a capture is looked for in the captured requests, and
+//! the text around its longest field value becomes the profile's
+//! [`AttachmentTemplate`] of its kind.
+//!
+//! A `role: "system"` turn holds the texts of consecutive system-role
+//! attachments joined by `"\n\n"` (2.1.198: the agent listing, then the
+//! skill listing; 2.1.250 adds the token count). Where two of them meet,
+//! the cut is the last `"\n\n"` between their values that leaves the second
+//! a head of its own (its `The following skills …:\n\n`), else the last
+//! one. A user-role attachment is one whole text block. A template is kept
+//! only when it renders its own attachment back to the captured text.
+
+use crate::assemble::pipeline::attachments::attachment_vars;
+use crate::json::Json;
+use crate::profile::{AttachmentTemplate, template};
+use bumpalo::Bump;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Field values shorter than this are not templated (a `type: "Project"`
+/// would match anywhere).
+const MIN_VALUE: usize = 6;
+
+/// One attachment of a transcript, without `rendered`.
+struct Seen {
+    kind: String,
+    when: BTreeMap<String, bool>,
+    /// Its variables, longest value first.
+    vars: Vec<(String, String)>,
+}
+
+/// The templates `wire_lines` (a capture) show for the attachments of
+/// `held` (the transcripts beside it, as text), at most one per kind and
+/// boolean fields.
+pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemplate> {
+    let seen = attachments_without_rendered(held);
+    if seen.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<AttachmentTemplate> = Vec::new();
+    for (role, text) in message_texts(wire_lines) {
+        let found: Vec<(usize, usize, &Seen)> = if role == "system" {
+            let mut f: Vec<(usize, usize, &Seen)> = Vec::new();
+            for s in &seen {
+                if let Some((at, len)) = primary_at(&text, s)
+                    && !f.iter().any(|(a, l, _)| at < a + l && *a < at + len)
+                {
+                    f.push((at, len, s));
+                }
+            }
+            f.sort_by_key(|(at, _, _)| *at);
+            f
+        } else {
+            seen.iter().filter_map(|s| primary_at(&text, s).map(|(at, len)| (at, len, s))).take(1).collect()
+        };
+        for (k, &(at, len, s)) in found.iter().enumerate() {
+            let start = match k.checked_sub(1).and_then(|p| found.get(p)) {
+                Some(&(pa, pl, ps)) => cut_between(&text, pa + pl, at, ps, s) + 2,
+                None => 0,
+            };
+            let end = found.get(k + 1).map_or(text.len(), |&(na, _, ns)| cut_between(&text, at + len, na, s, ns));
+            if out.iter().any(|t| t.kind == s.kind && t.when == s.when) {
+                continue;
+            }
+            if let Some(t) = template_of(&text[start..end], at - start, len, s, &role) {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
+/// The attachments of `held` written without `rendered`.
+fn attachments_without_rendered(held: &[String]) -> Vec<Seen> {
+    let bump = Bump::new();
+    let mut out = Vec::new();
+    for text in held {
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            if v["type"] != "attachment" || v.get("rendered").is_some() {
+                continue;
+            }
+            let Some(kind) = v.pointer("/attachment/type").and_then(Value::as_str) else { continue };
+            let att = Json::from_serde(&bump, &v["attachment"]);
+            let mut vars: Vec<(String, String)> =
+                attachment_vars(&att).into_iter().filter(|(k, v)| k != "type" && v.len() >= MIN_VALUE).collect();
+            vars.sort_by_key(|(_, v)| std::cmp::Reverse(v.len()));
+            let when = v["attachment"]
+                .as_object()
+                .map(|o| o.iter().filter_map(|(k, b)| b.as_bool().map(|b| (k.clone(), b))).collect())
+                .unwrap_or_default();
+            out.push(Seen { kind: kind.to_string(), when, vars });
+        }
+    }
+    out
+}
+
+/// Each message text of the captured conversation requests: a system
+/// turn's whole text, a user message's text blocks one by one.
+fn message_texts(wire_lines: &[Value]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for m in wire_lines.iter().filter_map(|l| l.pointer("/body/messages").and_then(Value::as_array)).flatten() {
+        let role = m["role"].as_str().unwrap_or("");
+        let texts: Vec<&str> = match &m["content"] {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(blocks) => blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect(),
+            _ => Vec::new(),
+        };
+        let texts = if role == "system" { vec![texts.concat()] } else { texts.iter().map(|t| t.to_string()).collect() };
+        for t in texts {
+            if (role == "system" || role == "user") && !out.iter().any(|(r, x)| r == role && *x == t) {
+                out.push((role.to_string(), t));
+            }
+        }
+    }
+    out
+}
+
+/// Where the longest value of `s` is in `text`, and its length.
+fn primary_at(text: &str, s: &Seen) -> Option<(usize, usize)> {
+    let (_, v) = s.vars.first()?;
+    text.find(v.as_str()).map(|at| (at, v.len()))
+}
+
+/// Where two joined attachment texts meet between byte `from` (the end of
+/// the first's value) and `to` (the start of the second's): the start of
+/// the `"\n\n"` that joins them. Of the places a `"\n\n"` starts
+/// (overlapping ones too: `"\n\n\n"` is a text ending in a newline), the
+/// ones that keep the most of `a`'s and `b`'s other values whole on their
+/// side; of those the last that leaves the second a head of its own, else
+/// the last (see the module docs).
+fn cut_between(text: &str, from: usize, to: usize, a: &Seen, b: &Seen) -> usize {
+    let gap = text.get(from..to).unwrap_or("");
+    let cuts: Vec<usize> = (0..gap.len().saturating_sub(1)).filter(|&i| gap[i..].starts_with("\n\n")).collect();
+    let whole = |c: usize| {
+        let left = &gap[..c];
+        let right = gap.get(c + 2..).unwrap_or("");
+        a.vars.iter().skip(1).filter(|(_, v)| left.contains(v.as_str())).count()
+            + b.vars.iter().skip(1).filter(|(_, v)| right.contains(v.as_str())).count()
+    };
+    let best = cuts.iter().map(|&c| whole(c)).max().unwrap_or(0);
+    let kept: Vec<usize> = cuts.into_iter().filter(|&c| whole(c) == best).collect();
+    let with_head = kept.iter().rev().find(|&&i| i + 2 < gap.len());
+    from + with_head.or(kept.last()).copied().unwrap_or(gap.len())
+}
+
+/// The template of one attachment's captured `span`, whose longest value
+/// is at `at` (`len` bytes); `None` when it does not render back.
+fn template_of(span: &str, at: usize, len: usize, s: &Seen, role: &str) -> Option<AttachmentTemplate> {
+    let (name, _) = s.vars.first()?;
+    let templatize = |part: &str| {
+        let mut part = part.to_string();
+        for (k, v) in s.vars.iter().skip(1) {
+            part = part.replace(v.as_str(), &format!("{{{{{k}}}}}"));
+        }
+        part
+    };
+    let head = templatize(span.get(..at)?);
+    let tail = templatize(span.get(at + len..)?);
+    let text = format!("{head}{{{{{name}}}}}{tail}");
+    let bound: Vec<template::Var<'_>> = s.vars.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
+    (template::render(&text, &bound) == span).then(|| AttachmentTemplate {
+        kind: s.kind.clone(),
+        when: s.when.clone(),
+        role: role.to_string(),
+        text,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(vars: &[(&str, &str)]) -> Seen {
+        let vars = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Seen { kind: String::new(), when: BTreeMap::new(), vars }
+    }
+
+    #[test]
+    fn joined_system_texts_are_cut_where_the_second_has_a_head() {
+        let none = seen(&[]);
+        let t = "A:\nx-lines\n\nNote.\n\nThe skills:\n\n- s1\n\n<n>5</n>";
+        let a = t.find("x-lines").unwrap() + "x-lines".len();
+        let b = t.find("- s1").unwrap();
+        assert_eq!(&t[cut_between(t, a, b, &none, &none)..], "\n\nThe skills:\n\n- s1\n\n<n>5</n>");
+        let c = t.find("<n>").unwrap();
+        assert_eq!(&t[cut_between(t, b + 4, c, &none, &none)..], "\n\n<n>5</n>");
+        // 2.1.250: a rule text ending in a newline, then the token count.
+        let t = "Contents of /p/api.md:\n\nAPI rules apply.\n\n\n<n>5</n>";
+        let rule = seen(&[("path", "/p/api.md"), ("content.content", "API rules apply.\n")]);
+        let from = t.find(":\n\n").unwrap();
+        let to = t.find("<n>").unwrap();
+        assert_eq!(&t[cut_between(t, from, to, &rule, &none)..], "\n\n<n>5</n>");
+    }
+
+    #[test]
+    fn learned_from_a_capture_and_its_transcript() {
+        let held = vec![
+            [
+                r#"{"type":"attachment","attachment":{"type":"agent_listing_delta","addedLines":["- a: one agent","- b: another"],"isInitial":true}}"#,
+                r#"{"type":"attachment","attachment":{"type":"skill_listing","content":"- s: a skill here"}}"#,
+                r#"{"type":"attachment","attachment":{"type":"nested_memory","path":"/p/rules/api.md","content":{"content":"API rules apply.\n"}}}"#,
+            ]
+            .join("\n"),
+        ];
+        let wire = vec![serde_json::json!({"body": {"messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "system", "content": "Agents:\n- a: one agent\n- b: another\n\nSkills:\n\n- s: a skill here"},
+            {"role": "system", "content": [{"type": "text", "text": "Contents of /p/rules/api.md:\n\nAPI rules apply.\n"}]}
+        ]}})];
+        let got: Vec<(String, String, String)> =
+            learn(&wire, &held).into_iter().map(|t| (t.kind, t.role, t.text)).collect();
+        let want = [
+            ("agent_listing_delta", "system", "Agents:\n{{addedLines}}"),
+            ("skill_listing", "system", "Skills:\n\n{{content}}"),
+            ("nested_memory", "system", "Contents of {{path}}:\n\n{{content.content}}"),
+        ];
+        let want: Vec<(String, String, String)> =
+            want.iter().map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string())).collect();
+        assert_eq!(got, want);
+    }
+}

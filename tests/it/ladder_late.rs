@@ -1,0 +1,107 @@
+//! The release ladder, late 2.1.x (issue 12): real captures of Claude Code
+//! 2.1.198, 2.1.250 and 2.1.300 (`tests/fixtures/cc-<v>/`: hello,
+//! bash-tool, memory-files, skill), each rebuilt byte for byte in pipeline
+//! mode with one profile extracted from the release's own four captures.
+//!
+//! What the eras show: 2.1.198 and 2.1.250 write the agent and skill
+//! listings, the token count (2.1.250) and nested rules without `rendered`
+//! and send them as `role: "system"` turns (the profile's `attachments`
+//! templates, learned from the capture); 2.1.198 puts the breakpoint on the
+//! last user or assistant message, past a trailing system turn
+//! (`layout.breakpoint_skips_system`); 2.1.300 writes `api-request` records
+//! (records mode), copies `output_config` into the first system turn only
+//! (`layout.system_message_params_first_only`) and sends `safeguards` (the
+//! session's directories and permission rules) on a process's first request
+//! only, which the pipeline takes from the turn's record
+//! (`layout.params_from_records`).
+
+use serde_json::Value;
+use std::path::Path;
+
+const SCENARIOS: [&str; 4] = ["hello", "bash-tool", "memory-files", "skill"];
+
+/// The merged profile of `release`'s fixtures, written into `dir`.
+fn merged_profile(release: &str, dir: &Path) -> String {
+    let root = format!("tests/fixtures/{release}");
+    let out = dir.join(format!("{release}.json"));
+    let wires: Vec<String> = SCENARIOS.iter().map(|s| format!("{root}/{s}/wire.jsonl")).collect();
+    let envs: Vec<String> = SCENARIOS.iter().map(|s| format!("{root}/{s}/env")).collect();
+    let mut args: Vec<&str> = vec!["profile", "extract"];
+    args.extend(wires.iter().map(String::as_str));
+    for e in &envs {
+        args.extend(["--env", e.as_str()]);
+    }
+    args.extend(["-o", out.to_str().unwrap()]);
+    let o = crate::common::ctxasm(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out.to_str().unwrap().to_string()
+}
+
+/// `verify --json` of one fixture: exit code and the five wire counts.
+fn verify(release: &str, scenario: &str, extra: &[&str]) -> (Option<i32>, [u64; 5], Value) {
+    let dir = format!("tests/fixtures/{release}/{scenario}");
+    let (t, w, env) = (format!("{dir}/transcripts"), format!("{dir}/wire.jsonl"), format!("{dir}/env"));
+    let mut args = vec!["verify", t.as_str(), "--wire", w.as_str(), "--device-id", "wire", "--json"];
+    if extra.first() == Some(&"--profile") {
+        args.extend(["--env", env.as_str()]);
+    }
+    args.extend_from_slice(extra);
+    let o = crate::common::ctxasm(&args);
+    let v: Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let counts = ["wire_requests", "wire_compared", "wire_byte_equal", "wire_unmatched", "wire_side_calls"]
+        .map(|k| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}")));
+    (o.status.code(), counts, v)
+}
+
+/// Every fixture of `release` in pipeline mode: `want` conversation
+/// requests per scenario, all byte-equal, exit 0.
+fn pipeline_byte_equal(release: &str, want: [u64; 4]) -> Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let profile = merged_profile(release, tmp.path());
+    for (s, n) in SCENARIOS.iter().zip(want) {
+        let (code, counts, v) = verify(release, s, &["--profile", &profile, "--mode", "pipeline"]);
+        assert_eq!(counts, [n, n, n, 0, 0], "{release} {s}: {}", v["mismatches"]);
+        assert_eq!(code, Some(0), "{release} {s}");
+    }
+    serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap()
+}
+
+#[test]
+fn issue_12_2_1_198_is_rebuilt_byte_equal() {
+    let p = pipeline_byte_equal("cc-2.1.198", [1, 2, 2, 1]);
+    assert_eq!(p["layout"]["breakpoint_skips_system"], true);
+    assert_eq!(p["layout"]["user_context_message"], true);
+    assert_eq!(p["layout"]["system_context_in_prompt"], true);
+    let kinds: Vec<&str> = p["attachments"].as_array().unwrap().iter().map(|t| t["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["agent_listing_delta", "skill_listing", "nested_memory"]);
+    assert!(p["attachments"].as_array().unwrap().iter().all(|t| t["role"] == "system"));
+}
+
+#[test]
+fn issue_12_2_1_250_is_rebuilt_byte_equal() {
+    let p = pipeline_byte_equal("cc-2.1.250", [1, 2, 2, 1]);
+    assert_eq!(p["layout"]["breakpoint_skips_system"], false);
+    let kinds: Vec<&str> = p["attachments"].as_array().unwrap().iter().map(|t| t["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["agent_listing_delta", "skill_listing", "total_tokens_reminder", "nested_memory"]);
+    let nested = &p["attachments"][3];
+    assert_eq!(nested["text"], "Contents of {{path}}:\n\n{{content.content}}");
+}
+
+#[test]
+fn issue_12_2_1_300_is_rebuilt_byte_equal() {
+    let p = pipeline_byte_equal("cc-2.1.300", [1, 2, 2, 1]);
+    assert_eq!(p["layout"]["system_message_params_first_only"], true);
+    assert_eq!(p["layout"]["params_from_records"], serde_json::json!(["safeguards"]));
+    assert_eq!(p["attachments"], serde_json::json!([]));
+}
+
+#[test]
+fn issue_12_2_1_300_records_are_byte_equal() {
+    for (s, n) in SCENARIOS.iter().zip([1u64, 2, 2, 1]) {
+        let (code, counts, v) = verify("cc-2.1.300", s, &["--mode", "records"]);
+        assert_eq!(counts, [n, n, n, 0, 0], "{s}: {}", v["mismatches"]);
+        assert_eq!(v["hash_matches"], v["messages_hashed"], "{s}");
+        assert_eq!(code, Some(0), "{s}");
+    }
+}
