@@ -353,7 +353,9 @@ pub struct AttachmentTemplate {
     /// whole) or `system` (a `role: "system"` turn; `text` without the
     /// reminder wrapper, joined to its neighbours by `\n\n`).
     pub role: String,
-    /// The template.
+    /// The template. Empty in an entry learned from attachments written
+    /// with `rendered` but without `renderedRole` (2.1.27x): it gives their
+    /// kind's role only.
     pub text: String,
 }
 

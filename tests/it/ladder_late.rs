@@ -105,3 +105,27 @@ fn issue_12_2_1_300_records_are_byte_equal() {
         assert_eq!(code, Some(0), "{s}");
     }
 }
+
+#[test]
+fn issue_12_2_1_275_rendered_without_a_role_takes_the_learned_one() {
+    // 2.1.27x writes `rendered` but not `renderedRole`: the profile learns
+    // from the capture which kinds are system turns (environment, model,
+    // listings, token count, date) and which user text (session context).
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = "tests/fixtures/cc-2.1.275/hello";
+    let out = tmp.path().join("p.json");
+    let (w, env) = (format!("{dir}/wire.jsonl"), format!("{dir}/env"));
+    let o = crate::common::ctxasm(&["profile", "extract", &w, "--env", &env, "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let roles: Vec<(&str, &str)> = p["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["kind"].as_str().unwrap(), t["role"].as_str().unwrap()))
+        .collect();
+    assert!(roles.contains(&("environment", "system")) && roles.contains(&("session_context", "user")), "{roles:?}");
+    let (code, counts, v) = verify("cc-2.1.275", "hello", &["--profile", out.to_str().unwrap(), "--mode", "pipeline"]);
+    assert_eq!(counts, [1, 1, 1, 0, 0], "{}", v["mismatches"]);
+    assert_eq!(code, Some(0));
+}

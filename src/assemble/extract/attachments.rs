@@ -36,11 +36,12 @@ struct Seen {
 /// boolean fields.
 pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemplate> {
     let seen = attachments_without_rendered(held);
+    let texts = message_texts(wire_lines);
+    let mut out = roles_of_rendered(held, &texts);
     if seen.is_empty() {
-        return Vec::new();
+        return out;
     }
-    let mut out: Vec<AttachmentTemplate> = Vec::new();
-    for (role, text) in message_texts(wire_lines) {
+    for (role, text) in texts {
         let found: Vec<(usize, usize, &Seen)> = if role == "system" {
             let mut f: Vec<(usize, usize, &Seen)> = Vec::new();
             for s in &seen {
@@ -93,6 +94,39 @@ fn attachments_without_rendered(held: &[String]) -> Vec<Seen> {
                 .unwrap_or_default();
             out.push(Seen { kind: kind.to_string(), when, vars });
         }
+    }
+    out
+}
+
+/// The role of each kind written with `rendered` but no `renderedRole`
+/// (2.1.27x): `system` when its text (without the reminder wrapper) is in a
+/// system turn, `user` when it is a user text block; an entry without text.
+fn roles_of_rendered(held: &[String], texts: &[(String, String)]) -> Vec<AttachmentTemplate> {
+    let mut out: Vec<AttachmentTemplate> = Vec::new();
+    for line in held.iter().flat_map(|t| t.lines()) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        if v["type"] != "attachment" || v.get("renderedRole").is_some() {
+            continue;
+        }
+        let Some(kind) = v.pointer("/attachment/type").and_then(Value::as_str) else { continue };
+        let Some(first) = v.pointer("/rendered/0/content").and_then(Value::as_str) else { continue };
+        if out.iter().any(|t| t.kind == kind) {
+            continue;
+        }
+        let inner = first.strip_prefix("<system-reminder>\n").and_then(|t| t.strip_suffix("\n</system-reminder>"));
+        let role = if inner.is_some_and(|i| texts.iter().any(|(r, t)| r == "system" && t.contains(i))) {
+            "system"
+        } else if texts.iter().any(|(r, t)| r == "user" && t == first) {
+            "user"
+        } else {
+            continue;
+        };
+        out.push(AttachmentTemplate {
+            kind: kind.into(),
+            when: BTreeMap::new(),
+            role: role.into(),
+            text: String::new(),
+        });
     }
     out
 }

@@ -55,7 +55,13 @@ pub fn render_with<'a>(bump: &'a Bump, e: &Entry<'a>, templates: &[AttachmentTem
     let crate::model::entry::EntryKind::Attachment(a) = &e.kind else { return None };
     let role = match a.rendered_role {
         Some("system") => AttachmentRole::System,
-        _ => AttachmentRole::User,
+        Some(_) => AttachmentRole::User,
+        // 2.1.27x writes `rendered` without `renderedRole`: the role the
+        // profile learned for the kind.
+        None => match a.attachment_type.and_then(|k| templates.iter().find(|t| t.kind == k)) {
+            Some(t) if t.role == "system" => AttachmentRole::System,
+            _ => AttachmentRole::User,
+        },
     };
     let beside_tool_result = e.raw.get_bool("renderedBesideToolResult").unwrap_or(false);
     if e.raw.get("rendered").is_some() {
@@ -102,7 +108,8 @@ fn pick_template<'t>(
     kind: &str,
     att: &Json<'_>,
 ) -> Option<&'t AttachmentTemplate> {
-    let of_kind = || templates.iter().filter(|t| t.kind == kind);
+    // An entry without text gives the role of `rendered` attachments only.
+    let of_kind = || templates.iter().filter(|t| t.kind == kind && !t.text.is_empty());
     let matches = |t: &&AttachmentTemplate| t.when.iter().all(|(k, v)| att.get_bool(k) == Some(*v));
     of_kind().find(matches).or_else(|| of_kind().next())
 }
