@@ -65,7 +65,8 @@ pub struct Layout {
     /// `api-request` record (the newest written before it), left out when
     /// that record has none (2.1.300 `safeguards`: the working directory,
     /// home and permission rules, sent on a process's first request only).
-    /// A chain without records gets the profile's value.
+    /// A chain without records gets the profile's value on the first
+    /// request of each CLI process (2.1.288).
     pub params_from_records: Vec<String>,
 }
 

@@ -261,6 +261,10 @@ pub const DYNAMIC_VARS: &[&str] = &[
 /// month, `November 2026` (WebSearch: "The current month is …").
 pub const TOOL_VARS: &[&str] = &["month_year"];
 
+/// Variables of the params (`{{cwd}}`, `{{home}}`: 2.1.28x `safeguards`
+/// names the session's directories).
+pub const PARAM_VARS: &[&str] = &["cwd", "home"];
+
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
 /// Variables of the user-context template.

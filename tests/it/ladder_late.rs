@@ -129,3 +129,26 @@ fn issue_12_2_1_275_rendered_without_a_role_takes_the_learned_one() {
     assert_eq!(counts, [1, 1, 1, 0, 0], "{}", v["mismatches"]);
     assert_eq!(code, Some(0));
 }
+
+#[test]
+fn issue_12_2_1_288_without_records_sends_safeguards_on_a_process_first_request() {
+    // 2.1.288 writes no records, sends `output_config` on its first system
+    // turn and `safeguards` (the session's directories, `{{cwd}}` /
+    // `{{home}}` in the profile) on the first request of the process only.
+    let tmp = tempfile::tempdir().unwrap();
+    let root = "tests/fixtures/cc-2.1.288";
+    let out = tmp.path().join("p.json");
+    let (hw, he) = (format!("{root}/hello/wire.jsonl"), format!("{root}/hello/env"));
+    let (bw, be) = (format!("{root}/bash-tool/wire.jsonl"), format!("{root}/bash-tool/env"));
+    let args = ["profile", "extract", &hw, &bw, "--env", &he, "--env", &be, "-o", out.to_str().unwrap()];
+    let o = crate::common::ctxasm(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let p: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(p["layout"]["params_from_records"], serde_json::json!(["safeguards"]));
+    assert_eq!(p["params"]["safeguards"][0]["classifier_context"]["live_cwd"], "{{cwd}}");
+    for (s, n) in [("hello", 1u64), ("bash-tool", 2)] {
+        let (code, counts, v) = verify("cc-2.1.288", s, &["--profile", out.to_str().unwrap(), "--mode", "pipeline"]);
+        assert_eq!(counts, [n, n, n, 0, 0], "{s}: {}", v["mismatches"]);
+        assert_eq!(code, Some(0), "{s}");
+    }
+}

@@ -316,7 +316,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         user_context: user_context.as_ref().map(|(t, _)| t.clone()),
         skills: skills_template(&cap.first_texts, env),
         tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
-        params: cap.params.clone(),
+        params: param_templates(&cap.params, &facts),
         betas: cap.betas.clone(),
         models,
         system_cache: SystemCache::default(),
@@ -327,6 +327,31 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)
+}
+
+/// The params with the session's working directory and home as
+/// `{{cwd}}` / `{{home}}` (2.1.28x `safeguards` names both; see
+/// [`crate::profile::PARAM_VARS`]).
+fn param_templates(params: &serde_json::Map<String, Value>, facts: &Facts) -> serde_json::Map<String, Value> {
+    let mut paths: Vec<(&str, &str)> = [(facts.cwd.as_deref(), "{{cwd}}"), (facts.home.as_deref(), "{{home}}")]
+        .into_iter()
+        .filter_map(|(v, n)| v.filter(|v| v.len() > 1).map(|v| (v, n)))
+        .collect();
+    paths.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+    params
+        .iter()
+        .map(|(k, v)| {
+            let mut text = v.to_string();
+            if text.contains("{{") {
+                return (k.clone(), v.clone());
+            }
+            for (from, to) in &paths {
+                let from = serde_json::to_string(from).unwrap_or_default();
+                text = text.replace(from.trim_matches('"'), to);
+            }
+            (k.clone(), serde_json::from_str(&text).unwrap_or_else(|_| v.clone()))
+        })
+        .collect()
 }
 
 fn refs(v: &[String]) -> Vec<&str> {

@@ -17,23 +17,27 @@ use crate::model::entry::EntryKind;
 
 /// The plan's params, those the layout takes from records replaced by the
 /// value of the newest `api-request` record before entry `first` (left out
-/// when it has none; the plan's value when the chain has no record).
+/// when it has none). A chain without records sends the plan's value on
+/// the first request of each CLI process only (2.1.288 `safeguards`).
 fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize) -> Vec<(&'a str, Json<'a>)> {
     let from_records = &cx.plan.params_from_records;
     if from_records.is_empty() {
         return cx.statics.params.clone();
     }
-    let record = cx.entries[..first.min(cx.entries.len())].iter().rev().find_map(|e| match e.kind {
+    let before = &cx.entries[..first.min(cx.entries.len())];
+    let record = before.iter().rev().find_map(|e| match e.kind {
         EntryKind::ApiRequest(r) => Some(r.params),
         _ => None,
     });
-    let Some(record) = record else { return cx.statics.params.clone() };
+    let process_start = cx.process_starts.iter().rev().find(|&&i| i < first).copied().unwrap_or(0);
+    let first_of_process = !before.get(process_start..).unwrap_or(&[]).iter().any(|e| e.as_assistant().is_some());
     cx.statics
         .params
         .iter()
-        .filter_map(|&(k, v)| match from_records.iter().any(|p| p == k) {
-            true => record.and_then(|r| r.get(k)).map(|rv| (k, *rv)),
-            false => Some((k, v)),
+        .filter_map(|&(k, v)| match (from_records.iter().any(|p| p == k), record) {
+            (false, _) => Some((k, v)),
+            (true, Some(r)) => r.and_then(|r| r.get(k)).map(|rv| (k, *rv)),
+            (true, None) => first_of_process.then_some((k, v)),
         })
         .collect()
 }

@@ -131,6 +131,7 @@ impl Setup {
         let facts = self.facts(session);
         let mut extras = Extras::default();
         let mut plan = self.base_plan();
+        render_param_vars(&mut plan.params, &facts.env);
         let choice = PromptChoice {
             custom: self.overrides.system_prompt.clone(),
             append: self.overrides.append_system_prompt.clone(),
@@ -141,10 +142,13 @@ impl Setup {
             plan.system = SystemSource::SessionShape(self.shape_edits(&choice, facts.non_interactive));
             return (plan, extras);
         }
-        // No recorded shape: the prompt is rendered from the profile. (The
-        // system messages then carry no params: what ctxasm has always done;
-        // the records-free 2.1.3xx case is issue 12's.)
-        plan.system_message_params.clear();
+        // No recorded shape: the prompt is rendered from the profile. An
+        // extracted profile's system-turn params are what its capture sent
+        // (2.1.288 sends `output_config` without records); a built-in one
+        // only guesses, so its system turns carry none.
+        if !self.profile.has_prompt_text() {
+            plan.system_message_params.clear();
+        }
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
@@ -266,6 +270,21 @@ impl Setup {
             && let Some(m) = memory
         {
             rule_reminders(session, m, extras);
+        }
+    }
+}
+
+/// The params' [`crate::profile::PARAM_VARS`] with the session's values.
+fn render_param_vars(params: &mut [(String, Value)], env: &SessionEnv) {
+    for (_, v) in params.iter_mut() {
+        let text = v.to_string();
+        if !text.contains("{{cwd}}") && !text.contains("{{home}}") {
+            continue;
+        }
+        let esc = |s: &str| serde_json::to_string(s).unwrap_or_default().trim_matches('"').to_string();
+        let text = text.replace("{{cwd}}", &esc(&env.cwd)).replace("{{home}}", &esc(&env.home));
+        if let Ok(rendered) = serde_json::from_str(&text) {
+            *v = rendered;
         }
     }
 }
