@@ -31,7 +31,8 @@
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
 //! metadata ("json_user_id" (default) | "legacy_user_id"),
-//! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default [])
+//! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
+//! model_variants [{model, prompt {..}, attachments [..], tools [..] | null}] (default [])
 //! ```
 
 mod layout;
@@ -337,6 +338,28 @@ pub struct Profile {
     /// without `rendered` (before 2.1.270), learned from a capture.
     #[serde(default)]
     pub attachments: Vec<AttachmentTemplate>,
+    /// Models the release sends another prompt (2.1.198 and 2.1.250: Sonnet
+    /// 5 gets a prompt of its own, and 2.1.250 keeps the reminder wrappers
+    /// in its system turns), each learned from a capture run with it.
+    #[serde(default)]
+    pub model_variants: Vec<ModelVariant>,
+}
+
+/// What one model of a release gets instead of the profile's prompt and
+/// attachment renderings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelVariant {
+    /// The API model id.
+    pub model: String,
+    /// Its default system prompt.
+    pub prompt: PromptTemplate,
+    /// Its attachment renderings, tried before the profile's.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentTemplate>,
+    /// Its tool list, when it is not the profile's (the Agent tool's
+    /// description differs by model).
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
 }
 
 /// The text one attachment kind sends, for attachments written without
@@ -440,6 +463,21 @@ impl Profile {
     /// placeholders.
     pub fn has_prompt_text(&self) -> bool {
         self.extracted_from.is_some()
+    }
+
+    /// This profile as model `model_id` gets it: its variant's prompt and
+    /// attachment renderings when it has one (a copy), else itself.
+    pub fn for_model(&self, model_id: &str) -> std::borrow::Cow<'_, Profile> {
+        let Some(v) = self.model_variants.iter().find(|v| v.model == model_id) else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let mut p = self.clone();
+        p.prompt = v.prompt.clone();
+        if let Some(t) = &v.tools {
+            p.tools = t.clone();
+        }
+        p.attachments = v.attachments.iter().chain(self.attachments.iter()).cloned().collect();
+        std::borrow::Cow::Owned(p)
     }
 
     /// The model-table entry of `model_id`.

@@ -1,14 +1,18 @@
 //! The release ladder, late 2.1.x (issue 12): real captures of Claude Code
 //! 2.1.198, 2.1.250 and 2.1.300 (`tests/fixtures/cc-<v>/`: hello,
-//! bash-tool, memory-files, skill), each rebuilt byte for byte in pipeline
-//! mode with one profile extracted from the release's own four captures.
+//! bash-tool, memory-files, model-sonnet), each rebuilt byte for byte in
+//! pipeline mode with one profile extracted from the release's own four
+//! captures; plus hello (and bash-tool) of 2.1.275 and 2.1.288, two eras
+//! between them.
 //!
 //! What the eras show: 2.1.198 and 2.1.250 write the agent and skill
 //! listings, the token count (2.1.250) and nested rules without `rendered`
 //! and send them as `role: "system"` turns (the profile's `attachments`
 //! templates, learned from the capture); 2.1.198 puts the breakpoint on the
 //! last user or assistant message, past a trailing system turn
-//! (`layout.breakpoint_skips_system`); 2.1.300 writes `api-request` records
+//! (`layout.breakpoint_skips_system`); both send Sonnet 5 a prompt and tool
+//! list of its own (2.1.250 also keeps the reminder wrappers in its system
+//! turns): the profile's `model_variants`; 2.1.300 writes `api-request` records
 //! (records mode), copies `output_config` into the first system turn only
 //! (`layout.system_message_params_first_only`) and sends `safeguards` (the
 //! session's directories and permission rules) on a process's first request
@@ -18,7 +22,7 @@
 use serde_json::Value;
 use std::path::Path;
 
-const SCENARIOS: [&str; 4] = ["hello", "bash-tool", "memory-files", "skill"];
+const SCENARIOS: [&str; 4] = ["hello", "bash-tool", "memory-files", "model-sonnet"];
 
 /// The merged profile of `release`'s fixtures, written into `dir`.
 fn merged_profile(release: &str, dir: &Path) -> String {
@@ -76,6 +80,9 @@ fn issue_12_2_1_198_is_rebuilt_byte_equal() {
     let kinds: Vec<&str> = p["attachments"].as_array().unwrap().iter().map(|t| t["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["agent_listing_delta", "skill_listing", "nested_memory"]);
     assert!(p["attachments"].as_array().unwrap().iter().all(|t| t["role"] == "system"));
+    let variants: Vec<&str> =
+        p["model_variants"].as_array().unwrap().iter().map(|v| v["model"].as_str().unwrap()).collect();
+    assert_eq!(variants, ["claude-sonnet-5"]);
 }
 
 #[test]
@@ -86,6 +93,12 @@ fn issue_12_2_1_250_is_rebuilt_byte_equal() {
     assert_eq!(kinds, ["agent_listing_delta", "skill_listing", "total_tokens_reminder", "nested_memory"]);
     let nested = &p["attachments"][3];
     assert_eq!(nested["text"], "Contents of {{path}}:\n\n{{content.content}}");
+    // Sonnet 5's system turns keep the reminder wrappers.
+    let sonnet = &p["model_variants"][0];
+    assert_eq!(sonnet["model"], "claude-sonnet-5");
+    let texts: Vec<&str> =
+        sonnet["attachments"].as_array().unwrap().iter().map(|t| t["text"].as_str().unwrap()).collect();
+    assert!(!texts.is_empty() && texts.iter().all(|t| t.starts_with("<system-reminder>\n")), "{texts:?}");
 }
 
 #[test]

@@ -49,6 +49,11 @@ fn err(path: &Path, message: impl Into<String>) -> ProfileError {
 /// recorded requests) with the session's environment when known (see the
 /// module docs).
 pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, ProfileError> {
+    extract_with_model(path, env).map(|(p, _)| p)
+}
+
+/// [`extract`], and the model the capture ran with.
+fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile, String), ProfileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
     let mut lines: Vec<Value> = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -65,6 +70,7 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         None => from_transcript(path, &lines)?,
     };
     let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
+    let model = cap.model.clone();
     let mut profile = build(path, cap, env, &held)?;
     // Breakpoints on more than the last message (2.0.77: the last two) show
     // only in a request of several messages: count them over the capture.
@@ -85,7 +91,7 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.attachments = attachments::learn(&lines, &held);
         system_turns_layout(&mut profile.layout, &lines, &profile.version);
     }
-    Ok(profile)
+    Ok((profile, model))
 }
 
 /// What the capture's `role: "system"` turns show: a last one without a
@@ -148,9 +154,9 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
     let Some(((first, env), rest)) = captures.split_first() else {
         return Err(err(Path::new("-"), "no capture given"));
     };
-    let mut merged = extract(first, *env)?;
+    let (mut merged, first_model) = extract_with_model(first, *env)?;
     for (path, env) in rest {
-        let other = extract(path, *env)?;
+        let (other, model) = extract_with_model(path, *env)?;
         if other.version != merged.version {
             return Err(err(
                 path,
@@ -160,9 +166,41 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
                 ),
             ));
         }
+        if model != first_model && other.prompt != merged.prompt {
+            add_variant(&mut merged, other, model);
+            continue;
+        }
         merge(&mut merged, other);
     }
     Ok(merged)
+}
+
+/// The model table with the other capture's models added, and a knowledge
+/// cutoff only the other's prompt states (the capture run with that model).
+fn merge_models(into: &mut Vec<crate::profile::ModelInfo>, other: Vec<crate::profile::ModelInfo>) {
+    for m in other {
+        match into.iter_mut().find(|x| x.id == m.id) {
+            Some(x) if x.knowledge_cutoff.is_none() => x.knowledge_cutoff = m.knowledge_cutoff,
+            Some(_) => {}
+            None => into.push(m),
+        }
+    }
+}
+
+/// A capture run with another model whose prompt differs: that model's
+/// prompt and the attachment renderings the profile does not have.
+fn add_variant(into: &mut Profile, other: Profile, model: String) {
+    if into.model_variants.iter().any(|v| v.model == model) {
+        return;
+    }
+    let attachments = other.attachments.into_iter().filter(|t| !into.attachments.contains(t)).collect();
+    merge_models(&mut into.models, other.models);
+    let tools = (other.tools != into.tools).then_some(other.tools);
+    into.model_variants.push(crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools });
+    if let Some(p) = other.extracted_from {
+        let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
+        into.extracted_from = Some(joined);
+    }
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.
@@ -190,11 +228,7 @@ fn merge(into: &mut Profile, other: Profile) {
             into.attachments.push(t);
         }
     }
-    for m in other.models {
-        if !into.models.iter().any(|x| x.id == m.id) {
-            into.models.push(m);
-        }
-    }
+    merge_models(&mut into.models, other.models);
     if let Some(p) = other.extracted_from {
         let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
         into.extracted_from = Some(joined);
@@ -324,6 +358,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
         attachments: Vec::new(),
+        model_variants: Vec::new(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -152,6 +152,9 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        if let std::borrow::Cow::Owned(p) = self.profile.for_model(&facts.model) {
+            plan.attachment_templates = p.attachments;
+        }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -221,7 +224,8 @@ impl Setup {
         choice: &PromptChoice,
         sys_ctx: &SystemContext,
     ) -> SystemSource {
-        let p = &self.profile;
+        let variant = self.profile.for_model(&facts.model);
+        let p: &Profile = &variant;
         let env = &facts.env;
         let sections = if p.has_prompt_text() {
             effective_system_prompt(p, env, &facts.model, choice, sys_ctx)
