@@ -225,6 +225,38 @@ mod tests {
     }
 
     #[test]
+    fn profile_templates_render_attachments_without_rendered() {
+        let bump = Bump::new();
+        let line = br#"{"type":"attachment","uuid":"a","attachment":{"type":"nested_memory","path":"/p/api.md","content":{"content":"API rules.\n"},"isInitial":true}}
+{"type":"attachment","uuid":"b","attachment":{"type":"date"},"rendered":[{"content":"<system-reminder>\nd\n</system-reminder>"}]}
+"#;
+        let parsed = parse_bytes(&bump, line, "t", &ReadOptions::default());
+        let t = |text: &str, when: bool| AttachmentTemplate {
+            kind: "nested_memory".into(),
+            when: [("isInitial".to_string(), when)].into_iter().collect(),
+            role: "system".into(),
+            text: text.into(),
+        };
+        let roles = AttachmentTemplate {
+            kind: "date".into(),
+            when: Default::default(),
+            role: "system".into(),
+            text: "".into(),
+        };
+        let templates = [t("other", false), t("Contents of {{path}}:\n\n{{content.content}}", true), roles];
+        let r = render_with(&bump, &parsed.entries[0], &templates).unwrap();
+        assert_eq!((r.role, r.approximated), (AttachmentRole::System, false));
+        // Wrapped so that normalization's unwrapping gives the text back, its newline kept.
+        assert_eq!(
+            r.texts.as_slice(),
+            ["<system-reminder>\nContents of /p/api.md:\n\nAPI rules.\n\n</system-reminder>"]
+        );
+        // `rendered` without `renderedRole`: the role the profile learned.
+        assert_eq!(render_with(&bump, &parsed.entries[1], &templates).unwrap().role, AttachmentRole::System);
+        assert_eq!(render(&bump, &parsed.entries[1]).unwrap().role, AttachmentRole::User);
+    }
+
+    #[test]
     fn older_kinds_are_approximated() {
         let bump = Bump::new();
         let line = br#"{"type":"attachment","uuid":"a","attachment":{"type":"hook_additional_context","hookName":"SessionStart","content":["be nice"]}}

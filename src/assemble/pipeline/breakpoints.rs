@@ -98,5 +98,15 @@ mod tests {
         assert_eq!(marked, [false, true, true]);
         let mut none: Vec<&Json> = vec![];
         assert!(!add_cache_breakpoints(&bump, &mut none, cc, 1));
+        // 2.1.198: a trailing system turn is passed over.
+        let sys: &Json = bump.alloc(
+            LineParser::new().parse(&bump, br#"{"role":"system","content":[{"type":"text","text":"s"}]}"#).unwrap(),
+        );
+        let mut with_sys = vec![a, m, sys];
+        assert!(!add_cache_breakpoints_skipping(&bump, &mut with_sys, cc, 1, true));
+        let marked: Vec<bool> = with_sys.iter().map(|x| x.to_compact_string().contains("cache_control")).collect();
+        assert_eq!(marked, [false, true, false]);
+        let mut with_sys = vec![a, m, sys];
+        assert!(add_cache_breakpoints_skipping(&bump, &mut with_sys, cc, 1, false));
     }
 }

@@ -410,6 +410,27 @@ mod tests {
     }
 
     #[test]
+    fn system_turn_params_on_the_first_only() {
+        let bump = Bump::new();
+        let sys = |t: &'static str| Piece::Attachment { role: AttachmentRole::System, texts: smallvec![t] };
+        let text = |t: &'static str| -> &[Json<'_>] { bump.alloc_slice_copy(&[text_block(&bump, t)]) };
+        let pieces = vec![
+            Piece::User { blocks: text("a"), tool_results: false },
+            sys("s1"),
+            Piece::Assistant { id: Some("m"), blocks: text("ok") },
+            Piece::User { blocks: text("b"), tool_results: false },
+            sys("s2"),
+        ];
+        let mut rules = Rules { system_message_extra: vec![("output_config", Json::Str("x"))], ..Rules::default() };
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        assert_eq!(msgs.iter().filter(|m| m.get("output_config").is_some()).count(), 2);
+        rules.system_message_extra_first_only = true;
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        let with: Vec<bool> = msgs.iter().map(|m| m.get("output_config").is_some()).collect();
+        assert_eq!(with, [false, true, false, false, false]);
+    }
+
+    #[test]
     fn attachments_stay_after_tool_results_and_fragments_merge() {
         let bump = Bump::new();
         let tu = |id: &'static str| -> Json<'static> {
