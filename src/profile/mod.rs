@@ -32,7 +32,7 @@
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
 //! metadata ("json_user_id" (default) | "legacy_user_id"),
 //! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
-//! model_variants [{model, prompt {..}, attachments [..], tools [..] | null}] (default [])
+//! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
 //! ```
 
 mod layout;
@@ -360,6 +360,11 @@ pub struct ModelVariant {
     /// description differs by model).
     #[serde(default)]
     pub tools: Option<Vec<Value>>,
+    /// Its body params, when they are not the profile's (2.1.198 Haiku
+    /// 4.5: `max_tokens` 32000, `thinking` enabled with a budget, no
+    /// `output_config`).
+    #[serde(default)]
+    pub params: Option<Map<String, Value>>,
 }
 
 /// The text one attachment kind sends, for attachments written without
@@ -475,6 +480,9 @@ impl Profile {
         p.prompt = v.prompt.clone();
         if let Some(t) = &v.tools {
             p.tools = t.clone();
+        }
+        if let Some(params) = &v.params {
+            p.params = params.clone();
         }
         p.attachments = v.attachments.iter().chain(self.attachments.iter()).cloned().collect();
         std::borrow::Cow::Owned(p)

@@ -1,6 +1,6 @@
 //! The release ladder, late 2.1.x (issue 12): real captures of Claude Code
 //! 2.1.198, 2.1.250 and 2.1.300 (`tests/fixtures/cc-<v>/`: hello,
-//! bash-tool, memory-files, model-sonnet), each rebuilt byte for byte in
+//! bash-tool, memory-files, model-haiku or model-sonnet), each rebuilt byte for byte in
 //! pipeline mode with one profile extracted from the release's own four
 //! captures; plus hello (and bash-tool) of 2.1.275 and 2.1.288, two eras
 //! between them.
@@ -10,9 +10,9 @@
 //! and send them as `role: "system"` turns (the profile's `attachments`
 //! templates, learned from the capture); 2.1.198 puts the breakpoint on the
 //! last user or assistant message, past a trailing system turn
-//! (`layout.breakpoint_skips_system`); both send Sonnet 5 a prompt and tool
-//! list of its own (2.1.250 also keeps the reminder wrappers in its system
-//! turns): the profile's `model_variants`; 2.1.300 writes `api-request` records
+//! (`layout.breakpoint_skips_system`); both send Haiku 4.5 a prompt, tool
+//! list and params of its own and the listings as user text (Sonnet 5 too
+//! has its own prompt): the profile's `model_variants`; 2.1.300 writes `api-request` records
 //! (records mode), copies `output_config` into the first system turn only
 //! (`layout.system_message_params_first_only`) and sends `safeguards` (the
 //! session's directories and permission rules) on a process's first request
@@ -22,14 +22,20 @@
 use serde_json::Value;
 use std::path::Path;
 
-const SCENARIOS: [&str; 4] = ["hello", "bash-tool", "memory-files", "model-sonnet"];
+/// The fixtures of a release: hello, bash-tool, memory-files and the model
+/// capture that shows most (2.1.198 and 2.1.250: Haiku 4.5's own prompt,
+/// params and user-text listings; 2.1.300: Sonnet from its records).
+fn scenarios(release: &str) -> [&'static str; 4] {
+    let model = if release == "cc-2.1.300" { "model-sonnet" } else { "model-haiku" };
+    ["hello", "bash-tool", "memory-files", model]
+}
 
 /// The merged profile of `release`'s fixtures, written into `dir`.
 fn merged_profile(release: &str, dir: &Path) -> String {
     let root = format!("tests/fixtures/{release}");
     let out = dir.join(format!("{release}.json"));
-    let wires: Vec<String> = SCENARIOS.iter().map(|s| format!("{root}/{s}/wire.jsonl")).collect();
-    let envs: Vec<String> = SCENARIOS.iter().map(|s| format!("{root}/{s}/env")).collect();
+    let wires: Vec<String> = scenarios(release).iter().map(|s| format!("{root}/{s}/wire.jsonl")).collect();
+    let envs: Vec<String> = scenarios(release).iter().map(|s| format!("{root}/{s}/env")).collect();
     let mut args: Vec<&str> = vec!["profile", "extract"];
     args.extend(wires.iter().map(String::as_str));
     for e in &envs {
@@ -63,7 +69,7 @@ fn verify(release: &str, scenario: &str, extra: &[&str]) -> (Option<i32>, [u64; 
 fn pipeline_byte_equal(release: &str, want: [u64; 4]) -> Value {
     let tmp = tempfile::tempdir().unwrap();
     let profile = merged_profile(release, tmp.path());
-    for (s, n) in SCENARIOS.iter().zip(want) {
+    for (s, n) in scenarios(release).iter().zip(want) {
         let (code, counts, v) = verify(release, s, &["--profile", &profile, "--mode", "pipeline"]);
         assert_eq!(counts, [n, n, n, 0, 0], "{release} {s}: {}", v["mismatches"]);
         assert_eq!(code, Some(0), "{release} {s}");
@@ -82,7 +88,19 @@ fn issue_12_2_1_198_is_rebuilt_byte_equal() {
     assert!(p["attachments"].as_array().unwrap().iter().all(|t| t["role"] == "system"));
     let variants: Vec<&str> =
         p["model_variants"].as_array().unwrap().iter().map(|v| v["model"].as_str().unwrap()).collect();
-    assert_eq!(variants, ["claude-sonnet-5"]);
+    assert_eq!(variants, ["claude-haiku-4-5-20251001"]);
+    haiku_variant(&p["model_variants"][0]);
+}
+
+/// Haiku 4.5 (2.1.198, 2.1.250): its own prompt and params (`thinking`
+/// enabled with a budget, no `output_config`), the listings as user text.
+fn haiku_variant(v: &Value) {
+    assert_eq!(v["params"]["max_tokens"], 32000);
+    assert_eq!(v["params"]["thinking"]["type"], "enabled");
+    assert!(v["params"].get("output_config").is_none(), "{}", v["params"]);
+    assert!(!v["prompt"]["dynamic_sections"].as_array().unwrap().is_empty());
+    let roles: Vec<&str> = v["attachments"].as_array().unwrap().iter().map(|t| t["role"].as_str().unwrap()).collect();
+    assert!(!roles.is_empty() && roles.iter().all(|r| *r == "user"), "{roles:?}");
 }
 
 #[test]
@@ -93,12 +111,8 @@ fn issue_12_2_1_250_is_rebuilt_byte_equal() {
     assert_eq!(kinds, ["agent_listing_delta", "skill_listing", "total_tokens_reminder", "nested_memory"]);
     let nested = &p["attachments"][3];
     assert_eq!(nested["text"], "Contents of {{path}}:\n\n{{content.content}}");
-    // Sonnet 5's system turns keep the reminder wrappers.
-    let sonnet = &p["model_variants"][0];
-    assert_eq!(sonnet["model"], "claude-sonnet-5");
-    let texts: Vec<&str> =
-        sonnet["attachments"].as_array().unwrap().iter().map(|t| t["text"].as_str().unwrap()).collect();
-    assert!(!texts.is_empty() && texts.iter().all(|t| t.starts_with("<system-reminder>\n")), "{texts:?}");
+    assert_eq!(p["model_variants"][0]["model"], "claude-haiku-4-5-20251001");
+    haiku_variant(&p["model_variants"][0]);
 }
 
 #[test]
@@ -111,7 +125,7 @@ fn issue_12_2_1_300_is_rebuilt_byte_equal() {
 
 #[test]
 fn issue_12_2_1_300_records_are_byte_equal() {
-    for (s, n) in SCENARIOS.iter().zip([1u64, 2, 2, 1]) {
+    for (s, n) in scenarios("cc-2.1.300").iter().zip([1u64, 2, 2, 1]) {
         let (code, counts, v) = verify("cc-2.1.300", s, &["--mode", "records"]);
         assert_eq!(counts, [n, n, n, 0, 0], "{s}: {}", v["mismatches"]);
         assert_eq!(v["hash_matches"], v["messages_hashed"], "{s}");

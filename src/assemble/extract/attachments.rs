@@ -9,7 +9,9 @@
 //! skill listing; 2.1.250 adds the token count). Where two of them meet,
 //! the cut is the last `"\n\n"` between their values that leaves the second
 //! a head of its own (its `The following skills …:\n\n`), else the last
-//! one. A user-role attachment is one whole text block. A template is kept
+//! one. A user-role attachment is one whole text block (without the
+//! newline the merge of user messages appends to a block ending in the
+//! closing reminder tag). A template is kept
 //! only when it renders its own attachment back to the captured text.
 
 use crate::assemble::pipeline::attachments::attachment_vars;
@@ -65,6 +67,13 @@ pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemp
             if out.iter().any(|t| t.kind == s.kind && t.when == s.when) {
                 continue;
             }
+            // A reminder block that ended a user message before the merge
+            // of consecutive user messages got its `"\n"` there (2.1.198
+            // Haiku sends the listings as user text).
+            let end = match role == "user" && text[..end].ends_with("</system-reminder>\n") {
+                true => end - 1,
+                false => end,
+            };
             if let Some(t) = template_of(&text[start..end], at - start, len, s, &role) {
                 out.push(t);
             }

@@ -166,7 +166,8 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
                 ),
             ));
         }
-        if model != first_model && other.prompt != merged.prompt {
+        let differs = other.prompt != merged.prompt || other.tools != merged.tools || other.params != merged.params;
+        if model != first_model && differs {
             add_variant(&mut merged, other, model);
             continue;
         }
@@ -187,8 +188,9 @@ fn merge_models(into: &mut Vec<crate::profile::ModelInfo>, other: Vec<crate::pro
     }
 }
 
-/// A capture run with another model whose prompt differs: that model's
-/// prompt and the attachment renderings the profile does not have.
+/// A capture run with another model whose prompt, tools or params differ:
+/// that model's prompt, tools and params where they differ, and the
+/// attachment renderings the profile does not have.
 fn add_variant(into: &mut Profile, other: Profile, model: String) {
     if into.model_variants.iter().any(|v| v.model == model) {
         return;
@@ -196,7 +198,9 @@ fn add_variant(into: &mut Profile, other: Profile, model: String) {
     let attachments = other.attachments.into_iter().filter(|t| !into.attachments.contains(t)).collect();
     merge_models(&mut into.models, other.models);
     let tools = (other.tools != into.tools).then_some(other.tools);
-    into.model_variants.push(crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools });
+    let params = (other.params != into.params).then_some(other.params);
+    let v = crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools, params };
+    into.model_variants.push(v);
     if let Some(p) = other.extracted_from {
         let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
         into.extracted_from = Some(joined);

@@ -130,7 +130,7 @@ impl Setup {
     pub fn prepare(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         let facts = self.facts(session);
         let mut extras = Extras::default();
-        let mut plan = self.base_plan();
+        let mut plan = self.base_plan(&facts.model);
         render_param_vars(&mut plan.params, &facts.env);
         let choice = PromptChoice {
             custom: self.overrides.system_prompt.clone(),
@@ -152,9 +152,6 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
-        if let std::borrow::Cow::Owned(p) = self.profile.for_model(&facts.model) {
-            plan.attachment_templates = p.attachments;
-        }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -187,10 +184,11 @@ impl Setup {
         SessionFacts { env, model, non_interactive, has_shapes }
     }
 
-    /// The profile's plan with the overrides' params, model and TTL.
-    fn base_plan(&self) -> Plan {
+    /// The plan of the profile as `model` gets it (its variant's params and
+    /// attachment renderings), with the overrides' params, model and TTL.
+    fn base_plan(&self, model: &str) -> Plan {
         let o = &self.overrides;
-        let mut plan = Plan::of_profile(&self.profile);
+        let mut plan = Plan::of_profile(&self.profile.for_model(model));
         if let Some(effort) = &o.effort {
             match plan.params.iter_mut().find(|(k, _)| k == "output_config") {
                 Some((_, v)) => v["effort"] = json!(effort),
