@@ -68,6 +68,11 @@ pub struct Layout {
     /// A chain without records gets the profile's value on the first
     /// request of each CLI process (2.1.288).
     pub params_from_records: Vec<String>,
+    /// Texts a resumed CLI process (`--resume`, `--continue`: every process
+    /// of a transcript after its first) leaves out of the rendered system
+    /// prompt, each at its first place after the one before (2.1.198: the
+    /// model line's ` (1M context)` and `[1m]`).
+    pub resumed_drops: Vec<String>,
 }
 
 fn one() -> usize {
@@ -93,6 +98,7 @@ impl Default for Layout {
             breakpoint_skips_system: false,
             system_message_params_first_only: false,
             params_from_records: Vec::new(),
+            resumed_drops: Vec::new(),
         }
     }
 }

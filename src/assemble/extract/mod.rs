@@ -140,8 +140,51 @@ fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str) {
             }
         }
     }
+    if let Some((first, rest)) = bodies.split_first() {
+        resumed_drops(layout, first, rest);
+    }
     if *layout != before {
         layout.name = format!("cc-{version}");
+    }
+}
+
+/// Texts a later request of the capture (a resumed process) leaves out of
+/// the first request's last system block (2.1.198 resume-multi-prompt: the
+/// model line's ` (1M context)` and `[1m]`): each a deletion of at most 64
+/// bytes, found left to right; nothing when the texts differ otherwise.
+fn resumed_drops(layout: &mut Layout, first: &Value, rest: &[&Value]) {
+    let last_text =
+        |b: &Value| b.pointer("/system").and_then(Value::as_array)?.last()?.get("text")?.as_str().map(str::to_string);
+    let Some(a) = last_text(first) else { return };
+    let tools_len = |b: &Value| b.get("tools").and_then(Value::as_array).map(Vec::len);
+    for body in rest.iter().filter(|b| tools_len(b) == tools_len(first)) {
+        let Some(b) = last_text(body) else { continue };
+        if b == a || !layout.resumed_drops.is_empty() {
+            continue;
+        }
+        let mut drops = Vec::new();
+        let mut a_rest = a.as_str();
+        let mut b_rest = b.as_str();
+        while a_rest != b_rest {
+            let p = a_rest.bytes().zip(b_rest.bytes()).take_while(|(x, y)| x == y).count();
+            let probe = b_rest.get(p..(p + 24).min(b_rest.len())).unwrap_or("");
+            let Some(k) = (1..=64).find(|&k| a_rest.get(p + k..).is_some_and(|t| t.starts_with(probe))) else {
+                return;
+            };
+            let Some(d) = a_rest.get(p..p + k) else { return };
+            drops.push(d.to_string());
+            a_rest = &a_rest[p + k..];
+            b_rest = &b_rest[p..];
+        }
+        // The tools lose every occurrence of them (Bash's Co-Authored-By
+        // line names the model too), or they are not the resumed process's.
+        let mut tools = first.get("tools").map(Value::to_string).unwrap_or_default();
+        for d in &drops {
+            tools = tools.replace(d.as_str(), "");
+        }
+        if Some(tools) == body.get("tools").map(Value::to_string) {
+            layout.resumed_drops = drops;
+        }
     }
 }
 
@@ -216,6 +259,9 @@ fn merge(into: &mut Profile, other: Profile) {
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     l.breakpoint_skips_system |= o.breakpoint_skips_system;
     l.system_message_params_first_only |= o.system_message_params_first_only;
+    if l.resumed_drops.is_empty() {
+        l.resumed_drops.clone_from(&o.resumed_drops);
+    }
     for p in &o.params_from_records {
         if !l.params_from_records.contains(p) {
             l.params_from_records.push(p.clone());
@@ -472,6 +518,29 @@ mod tests {
                 ("claude-haiku-4-5-20251001", "Haiku 4.5", None)
             ]
         );
+    }
+
+    #[test]
+    fn a_resumed_process_drops_the_1m_label() {
+        // 2.1.198 resume-multi-prompt, shortened: the fresh process names
+        // the model with the 1M-context label, the resumed one without.
+        let line = |m: &str| {
+            format!(
+                "model named Opus 4.8{m}. The exact model ID is claude-opus-4-8{}.",
+                if m.is_empty() { "" } else { "[1m]" }
+            )
+        };
+        let body = |m: &str| serde_json::json!({"system": [{"text": "x"}, {"text": line(m)}], "tools": [{"d": format!("By Opus 4.8{m}")}]});
+        let (first, later) = (body(" (1M context)"), body(""));
+        let mut l = Layout::default();
+        resumed_drops(&mut l, &first, &[&first, &later]);
+        assert_eq!(l.resumed_drops, [" (1M context)", "[1m]"]);
+        // Tools that differ otherwise: not a resumed process's.
+        let mut other = later.clone();
+        other["tools"][0]["d"] = "something else".into();
+        let mut l = Layout::default();
+        resumed_drops(&mut l, &first, &[&other]);
+        assert!(l.resumed_drops.is_empty());
     }
 
     #[test]

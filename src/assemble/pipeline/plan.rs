@@ -88,6 +88,11 @@ pub struct Plan {
     /// Params taken from the turn's `api-request` record (2.1.300
     /// `safeguards`).
     pub params_from_records: Vec<String>,
+    /// The rendered system blocks of a resumed CLI process, when they differ
+    /// (the layout's `resumed_drops`).
+    pub resumed_system: Option<Vec<serde_json::Value>>,
+    /// The tools of a resumed process, when they differ.
+    pub resumed_tools: Option<serde_json::Value>,
 }
 
 impl Plan {
@@ -115,6 +120,8 @@ impl Plan {
             breakpoint_skips_system: l.breakpoint_skips_system,
             system_message_params_first_only: l.system_message_params_first_only,
             params_from_records: l.params_from_records.clone(),
+            resumed_system: None,
+            resumed_tools: None,
         }
     }
 
@@ -157,6 +164,10 @@ pub(crate) struct Statics<'a> {
     /// Rendered system blocks (one node each for the whole session) and
     /// their segment keys (xxh3-128 of their bytes, computed once).
     pub(crate) system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    /// [`Plan::resumed_system`] in the arena, with its keys.
+    pub(crate) resumed_system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    /// [`Plan::resumed_tools`] in the arena, with its key.
+    pub(crate) resumed_tools: Option<(&'a Json<'a>, u128)>,
     pub(crate) tools: Option<&'a Json<'a>>,
     pub(crate) tools_key: Option<u128>,
     pub(crate) betas: Vec<&'a str>,
@@ -184,10 +195,20 @@ impl<'a> Statics<'a> {
                 (Some((nodes, keys)), tools.as_ref().map(alloc))
             }
         };
+        let resumed_system = plan.resumed_system.as_ref().map(|blocks| {
+            let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
+            let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+            (nodes, keys)
+        });
         Statics {
             params,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
+            resumed_system,
+            resumed_tools: plan.resumed_tools.as_ref().map(|t| {
+                let node = alloc(t);
+                (node, content_key(node))
+            }),
             tools_key: tools.map(content_key),
             tools,
             betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),

@@ -152,6 +152,13 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        let drops = &self.profile.layout.resumed_drops;
+        plan.resumed_system = resumed_blocks(&plan.system, drops);
+        if let (SystemSource::Rendered { tools: Some(t), .. }, false) = (&plan.system, drops.is_empty()) {
+            // Every occurrence: Bash's Co-Authored-By line names the model.
+            let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
+            plan.resumed_tools = serde_json::from_str::<Value>(&text).ok().filter(|r| r != t);
+        }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -276,6 +283,31 @@ impl Setup {
     }
 }
 
+/// The rendered blocks without the layout's `resumed_drops` (each at its
+/// first place after the one before, over the blocks in order); `None`
+/// when nothing is dropped.
+fn resumed_blocks(system: &SystemSource, drops: &[String]) -> Option<Vec<Value>> {
+    let SystemSource::Rendered { blocks, .. } = system else { return None };
+    if drops.is_empty() {
+        return None;
+    }
+    let mut out = blocks.clone();
+    let mut next = drops.iter().peekable();
+    for b in out.iter_mut() {
+        let Some(text) = b.get("text").and_then(Value::as_str) else { continue };
+        let mut text = text.to_string();
+        let mut from = 0;
+        while let Some(d) = next.peek() {
+            let Some(at) = text.get(from..).and_then(|t| t.find(d.as_str())) else { break };
+            text.replace_range(from + at..from + at + d.len(), "");
+            from += at;
+            next.next();
+        }
+        b["text"] = Value::String(text);
+    }
+    (out != *blocks).then_some(out)
+}
+
 /// The params' [`crate::profile::PARAM_VARS`] with the session's values.
 fn render_param_vars(params: &mut [(String, Value)], env: &SessionEnv) {
     for (_, v) in params.iter_mut() {
@@ -382,6 +414,21 @@ mod tests {
         let profile = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
         let env = SessionEnv::from_dir(&Path::new(FIX).join(scenario).join("env")).unwrap();
         Setup { profile, env: Some(env), overrides: Overrides::default() }
+    }
+
+    #[test]
+    fn resumed_blocks_drop_each_text_once_in_order() {
+        let system = SystemSource::Rendered {
+            blocks: vec![
+                json!({"type": "text", "text": "a"}),
+                json!({"type": "text", "text": "Opus (1M context) id[1m] [1m]"}),
+            ],
+            tools: None,
+        };
+        let drops = [" (1M context)".to_string(), "[1m]".to_string()];
+        let got = resumed_blocks(&system, &drops).unwrap();
+        assert_eq!(got[1]["text"], "Opus id [1m]");
+        assert_eq!(resumed_blocks(&system, &[]), None);
     }
 
     #[test]
