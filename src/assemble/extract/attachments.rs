@@ -43,6 +43,9 @@ pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemp
     if seen.is_empty() {
         return out;
     }
+    if let Some(t) = constant_text(&seen, &texts) {
+        out.push(t);
+    }
     for (role, text) in texts {
         let found: Vec<(usize, usize, &Seen)> = if role == "system" {
             let mut f: Vec<(usize, usize, &Seen)> = Vec::new();
@@ -80,6 +83,29 @@ pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemp
         }
     }
     out
+}
+
+/// An attachment with no field to find it by (2.1.198 `task_reminder`:
+/// `content: []`, `itemCount: 0`) sends a constant text: the one system
+/// turn no attachment's value explains, when exactly one such kind is in
+/// the transcripts (a kind that sends nothing, `command_permissions`, then
+/// learns nothing: no turn is left unexplained).
+fn constant_text(seen: &[Seen], texts: &[(String, String)]) -> Option<AttachmentTemplate> {
+    let mut blank: Vec<&Seen> = seen.iter().filter(|s| s.vars.is_empty()).collect();
+    blank.dedup_by(|a, b| a.kind == b.kind);
+    let [only] = blank.as_slice() else { return None };
+    let unexplained: Vec<&str> = texts
+        .iter()
+        .filter(|(r, t)| r == "system" && !seen.iter().any(|s| primary_at(t, s).is_some()))
+        .map(|(_, t)| t.as_str())
+        .collect();
+    let first = *unexplained.first()?;
+    unexplained.iter().all(|t| *t == first).then(|| AttachmentTemplate {
+        kind: only.kind.clone(),
+        when: only.when.clone(),
+        role: "system".into(),
+        text: first.to_string(),
+    })
 }
 
 /// The attachments of `held` written without `rendered`.
@@ -236,6 +262,18 @@ mod tests {
         let from = t.find(":\n\n").unwrap();
         let to = t.find("<n>").unwrap();
         assert_eq!(&t[cut_between(t, from, to, &rule, &none)..], "\n\n<n>5</n>");
+    }
+
+    #[test]
+    fn a_constant_text_is_the_one_turn_nothing_explains() {
+        let s = |kind: &str, vars: &[(&str, &str)]| Seen { kind: kind.into(), ..seen(vars) };
+        let seen = [s("skill_listing", &[("content", "- s: a skill")]), s("task_reminder", &[])];
+        let texts = |t: &[&str]| t.iter().map(|t| ("system".to_string(), t.to_string())).collect::<Vec<_>>();
+        let t = constant_text(&seen, &texts(&["Skills:\n- s: a skill", "Tasks unused.\n"])).unwrap();
+        assert_eq!((t.kind.as_str(), t.text.as_str()), ("task_reminder", "Tasks unused.\n"));
+        // Every turn explained (the kind sends nothing), or two candidates: nothing learned.
+        assert!(constant_text(&seen, &texts(&["Skills:\n- s: a skill"])).is_none());
+        assert!(constant_text(&seen, &texts(&["A", "B"])).is_none());
     }
 
     #[test]
