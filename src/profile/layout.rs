@@ -73,6 +73,26 @@ pub struct Layout {
     /// stays, a blank line before the next `Contents of` (2.1.0 – 2.1.78 at
     /// least); 2.1.88 trims it.
     pub memory_untrimmed: bool,
+    /// The message breakpoints skip `role: "system"` messages: they go on
+    /// the last user or assistant messages, a system turn after them stays
+    /// unmarked (2.1.198; 2.1.250 and 2.1.3xx mark a last system turn).
+    pub breakpoint_skips_system: bool,
+    /// [`Layout::system_message_params`] go on the first `role: "system"`
+    /// message of a request only (2.1.300: a later system turn, the nested
+    /// rules or the token count, has none).
+    pub system_message_params_first_only: bool,
+    /// Params whose value is the session's own: taken from the turn's
+    /// `api-request` record (the newest written before it), left out when
+    /// that record has none (2.1.300 `safeguards`: the working directory,
+    /// home and permission rules, sent on a process's first request only).
+    /// A chain without records gets the profile's value on the first
+    /// request of each CLI process (2.1.288).
+    pub params_from_records: Vec<String>,
+    /// Texts a resumed CLI process (`--resume`, `--continue`: every process
+    /// of a transcript after its first) leaves out of the rendered system
+    /// prompt, each at its first place after the one before (2.1.198: the
+    /// model line's ` (1M context)` and `[1m]`).
+    pub resumed_drops: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -103,6 +123,10 @@ impl Default for Layout {
             merge_newline: true,
             memory_comments: false,
             memory_untrimmed: false,
+            breakpoint_skips_system: false,
+            system_message_params_first_only: false,
+            params_from_records: Vec::new(),
+            resumed_drops: Vec::new(),
         }
     }
 }

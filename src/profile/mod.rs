@@ -30,7 +30,9 @@
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
-//! metadata ("json_user_id" (default) | "legacy_user_id")
+//! metadata ("json_user_id" (default) | "legacy_user_id"),
+//! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
+//! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
 //! ```
 
 mod layout;
@@ -272,6 +274,10 @@ pub const DYNAMIC_VARS: &[&str] = &[
 /// month, `November 2026` (WebSearch: "The current month is …").
 pub const TOOL_VARS: &[&str] = &["month_year", "model_name"];
 
+/// Variables of the params (`{{cwd}}`, `{{home}}`: 2.1.28x `safeguards`
+/// names the session's directories).
+pub const PARAM_VARS: &[&str] = &["cwd", "home"];
+
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
 /// Variables of the user-context template.
@@ -345,6 +351,61 @@ pub struct Profile {
     /// `--model`s).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub model_params: Map<String, Value>,
+    /// How the release renders the attachment kinds its transcripts write
+    /// without `rendered` (before 2.1.270), learned from a capture.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentTemplate>,
+    /// Models the release sends another prompt (2.1.198 and 2.1.250: Sonnet
+    /// 5 gets a prompt of its own, and 2.1.250 keeps the reminder wrappers
+    /// in its system turns), each learned from a capture run with it.
+    #[serde(default)]
+    pub model_variants: Vec<ModelVariant>,
+}
+
+/// What one model of a release gets instead of the profile's prompt and
+/// attachment renderings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelVariant {
+    /// The API model id.
+    pub model: String,
+    /// Its default system prompt.
+    pub prompt: PromptTemplate,
+    /// Its attachment renderings, tried before the profile's.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentTemplate>,
+    /// Its tool list, when it is not the profile's (the Agent tool's
+    /// description differs by model).
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    /// Its body params, when they are not the profile's (2.1.198 Haiku
+    /// 4.5: `max_tokens` 32000, `thinking` enabled with a budget, no
+    /// `output_config`).
+    #[serde(default)]
+    pub params: Option<Map<String, Value>>,
+}
+
+/// The text one attachment kind sends, for attachments written without
+/// `rendered`: `text` is a template whose variables are the attachment's
+/// own fields (a string; a list of strings joined by `\n`; `a.b` for a
+/// string inside an object member), learned by `profile extract` from the
+/// capture's requests and the transcripts beside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentTemplate {
+    /// `attachment.type` (`agent_listing_delta`, `skill_listing`, …).
+    pub kind: String,
+    /// The attachment's boolean fields as captured (`showConcurrencyNote`):
+    /// the template is for attachments with these values (another value
+    /// may send other text).
+    #[serde(default)]
+    pub when: std::collections::BTreeMap<String, bool>,
+    /// Who it speaks as: `user` (a `<system-reminder>` text block, `text`
+    /// whole) or `system` (a `role: "system"` turn; `text` without the
+    /// reminder wrapper, joined to its neighbours by `\n\n`).
+    pub role: String,
+    /// The template. Empty in an entry learned from attachments written
+    /// with `rendered` but without `renderedRole` (2.1.27x): it gives their
+    /// kind's role only.
+    pub text: String,
 }
 
 /// Periodic reminders of the seed layout.
@@ -429,6 +490,24 @@ impl Profile {
     /// placeholders.
     pub fn has_prompt_text(&self) -> bool {
         self.extracted_from.is_some()
+    }
+
+    /// This profile as model `model_id` gets it: its variant's prompt and
+    /// attachment renderings when it has one (a copy), else itself.
+    pub fn for_model(&self, model_id: &str) -> std::borrow::Cow<'_, Profile> {
+        let Some(v) = self.model_variants.iter().find(|v| v.model == model_id) else {
+            return std::borrow::Cow::Borrowed(self);
+        };
+        let mut p = self.clone();
+        p.prompt = v.prompt.clone();
+        if let Some(t) = &v.tools {
+            p.tools = t.clone();
+        }
+        if let Some(params) = &v.params {
+            p.params = params.clone();
+        }
+        p.attachments = v.attachments.iter().chain(self.attachments.iter()).cloned().collect();
+        std::borrow::Cow::Owned(p)
     }
 
     /// The model-table entry of `model_id`.

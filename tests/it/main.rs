@@ -8,6 +8,7 @@ mod cost_model;
 mod cost_sim;
 mod cost_usage;
 mod ladder;
+mod ladder_late;
 mod layering;
 mod mock_server;
 mod model;

@@ -34,6 +34,7 @@ use crate::profile::{
 use serde_json::{Map, Value};
 use std::path::Path;
 
+mod attachments;
 mod capture;
 mod models;
 mod reminders;
@@ -50,6 +51,11 @@ fn err(path: &Path, message: impl Into<String>) -> ProfileError {
 /// recorded requests) with the session's environment when known (see the
 /// module docs).
 pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, ProfileError> {
+    extract_with_model(path, env).map(|(p, _)| p)
+}
+
+/// [`extract`], and the model the capture ran with.
+fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile, String), ProfileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
     let mut lines: Vec<Value> = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -61,6 +67,7 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         None => from_transcript(path, &lines)?,
     };
     let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
+    let model = cap.model.clone();
     let mut profile = build(path, cap, env, &held)?;
     // Breakpoints on more than the last message (2.0.77: the last two) show
     // only in a request of several messages: count them over the capture.
@@ -87,6 +94,8 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         if profile.layout != before {
             profile.layout.name = format!("cc-{}", profile.version);
         }
+        profile.attachments = attachments::learn(&lines, &held);
+        system_turns_layout(&mut profile.layout, &lines, &profile.version);
     }
     // Consecutive user messages merged without the "\n" (2.1.0's skill
     // command and its body) show where a transcript holds the first text.
@@ -110,7 +119,101 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.billing.cch_seed = Some(format!("{seed:016x}"));
         profile.billing.cch = Some(" cch=00000;".into());
     }
-    Ok(profile)
+    Ok((profile, model))
+}
+
+/// What the capture's `role: "system"` turns show: a last one without a
+/// breakpoint where an earlier message has one (2.1.198), the params they
+/// carry (none before 2.1.3xx) and whether a later one goes without
+/// (2.1.300).
+fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str) {
+    let before = layout.clone();
+    let marked = |m: &Value| match &m["content"] {
+        Value::Array(c) => c.iter().any(|b| b.get("cache_control").is_some()),
+        _ => false,
+    };
+    let requests = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array));
+    let mut any_system = false;
+    let mut with_params = false;
+    for ms in requests {
+        let last_unmarked_system = ms.last().is_some_and(|m| m["role"] == "system" && !marked(m));
+        if last_unmarked_system && ms.iter().any(marked) {
+            layout.breakpoint_skips_system = true;
+        }
+        let systems: Vec<&Value> = ms.iter().filter(|m| m["role"] == "system").collect();
+        let has = |m: &Value| layout.system_message_params.iter().any(|p| m.get(p).is_some());
+        any_system |= !systems.is_empty();
+        with_params |= systems.iter().any(|m| has(m));
+        if systems.len() > 1 && has(systems[0]) && systems.iter().skip(1).any(|m| !has(m)) {
+            layout.system_message_params_first_only = true;
+        }
+    }
+    if any_system && !with_params {
+        layout.system_message_params.clear();
+    }
+    // A param of the first request that a later one goes without is the
+    // process's, not the release's: its value is the session's record.
+    let bodies: Vec<&Value> =
+        lines.iter().filter_map(|v| v.get("body")).filter(|b| b.get("messages").is_some()).collect();
+    if let Some((first, rest)) = bodies.split_first()
+        && let Some(params) = first.as_object()
+    {
+        // Side calls (title, topic checks) send other tools: not compared.
+        let same_tools: Vec<&&Value> = rest.iter().filter(|b| b.get("tools") == first.get("tools")).collect();
+        let own =
+            |k: &&String| !matches!(k.as_str(), "model" | "messages" | "system" | "tools" | "metadata" | "stream");
+        for k in params.keys().filter(own) {
+            if same_tools.iter().any(|b| b.get(k).is_none()) && !layout.params_from_records.contains(k) {
+                layout.params_from_records.push(k.clone());
+            }
+        }
+    }
+    if let Some((first, rest)) = bodies.split_first() {
+        resumed_drops(layout, first, rest);
+    }
+    if *layout != before {
+        layout.name = format!("cc-{version}");
+    }
+}
+
+/// Texts a later request of the capture (a resumed process) leaves out of
+/// the first request's last system block (2.1.198 resume-multi-prompt: the
+/// model line's ` (1M context)` and `[1m]`): each a deletion of at most 64
+/// bytes, found left to right; nothing when the texts differ otherwise.
+fn resumed_drops(layout: &mut Layout, first: &Value, rest: &[&Value]) {
+    let last_text =
+        |b: &Value| b.pointer("/system").and_then(Value::as_array)?.last()?.get("text")?.as_str().map(str::to_string);
+    let Some(a) = last_text(first) else { return };
+    let tools_len = |b: &Value| b.get("tools").and_then(Value::as_array).map(Vec::len);
+    for body in rest.iter().filter(|b| tools_len(b) == tools_len(first)) {
+        let Some(b) = last_text(body) else { continue };
+        if b == a || !layout.resumed_drops.is_empty() {
+            continue;
+        }
+        let mut drops = Vec::new();
+        let mut a_rest = a.as_str();
+        let mut b_rest = b.as_str();
+        while a_rest != b_rest {
+            let p = a_rest.bytes().zip(b_rest.bytes()).take_while(|(x, y)| x == y).count();
+            let probe = b_rest.get(p..(p + 24).min(b_rest.len())).unwrap_or("");
+            let Some(k) = (1..=64).find(|&k| a_rest.get(p + k..).is_some_and(|t| t.starts_with(probe))) else {
+                return;
+            };
+            let Some(d) = a_rest.get(p..p + k) else { return };
+            drops.push(d.to_string());
+            a_rest = &a_rest[p + k..];
+            b_rest = &b_rest[p..];
+        }
+        // The tools lose every occurrence of them (Bash's Co-Authored-By
+        // line names the model too), or they are not the resumed process's.
+        let mut tools = first.get("tools").map(Value::to_string).unwrap_or_default();
+        for d in &drops {
+            tools = tools.replace(d.as_str(), "");
+        }
+        if Some(tools) == body.get("tools").map(Value::to_string) {
+            layout.resumed_drops = drops;
+        }
+    }
 }
 
 /// The members a capture's `role: "system"` messages carry besides `role`
@@ -202,10 +305,9 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
     let Some(((first, env), rest)) = captures.split_first() else {
         return Err(err(Path::new("-"), "no capture given"));
     };
-    let mut merged = extract(first, *env)?;
-    let first_model = captured_model(first);
+    let (mut merged, first_model) = extract_with_model(first, *env)?;
     for (path, env) in rest {
-        let other = extract(path, *env)?;
+        let (other, model) = extract_with_model(path, *env)?;
         if other.version != merged.version {
             return Err(err(
                 path,
@@ -215,7 +317,20 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
                 ),
             ));
         }
-        models::merge_model(&mut merged, &first_model, &other, &captured_model(path));
+        if model != first_model {
+            // Another model's capture: its params and the model name in the
+            // tools as data when that is all that differs, else a variant
+            // of its own (another prompt).
+            if models::absorb_model(&mut merged, &first_model, &other, &model) {
+                merge(&mut merged, other);
+                continue;
+            }
+            let differs = other.prompt != merged.prompt || other.tools != merged.tools || other.params != merged.params;
+            if differs {
+                add_variant(&mut merged, other, model);
+                continue;
+            }
+        }
         merge(&mut merged, other);
     }
     Ok(merged)
@@ -228,15 +343,35 @@ fn is_messages_request(v: &Value) -> bool {
         && v.get("path").and_then(Value::as_str).is_none_or(|p| p.starts_with("/v1/messages") && !p.contains("count"))
 }
 
-/// The model of a capture's first conversation request ("" for a
-/// transcript or an unreadable file: then nothing is learned per model).
-fn captured_model(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(is_messages_request)
-        .and_then(|v| v.pointer("/body/model").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_default()
+/// The model table with the other capture's models added, and a knowledge
+/// cutoff only the other's prompt states (the capture run with that model).
+fn merge_models(into: &mut Vec<crate::profile::ModelInfo>, other: Vec<crate::profile::ModelInfo>) {
+    for m in other {
+        match into.iter_mut().find(|x| x.id == m.id) {
+            Some(x) if x.knowledge_cutoff.is_none() => x.knowledge_cutoff = m.knowledge_cutoff,
+            Some(_) => {}
+            None => into.push(m),
+        }
+    }
+}
+
+/// A capture run with another model whose prompt, tools or params differ:
+/// that model's prompt, tools and params where they differ, and the
+/// attachment renderings the profile does not have.
+fn add_variant(into: &mut Profile, other: Profile, model: String) {
+    if into.model_variants.iter().any(|v| v.model == model) {
+        return;
+    }
+    let attachments = other.attachments.into_iter().filter(|t| !into.attachments.contains(t)).collect();
+    merge_models(&mut into.models, other.models);
+    let tools = (other.tools != into.tools).then_some(other.tools);
+    let params = (other.params != into.params).then_some(other.params);
+    let v = crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools, params };
+    into.model_variants.push(v);
+    if let Some(p) = other.extracted_from {
+        let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
+        into.extracted_from = Some(joined);
+    }
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.
@@ -255,6 +390,16 @@ fn merge(into: &mut Profile, other: Profile) {
     if l.system_message_params.is_empty() {
         l.system_message_params.clone_from(&o.system_message_params);
     }
+    l.breakpoint_skips_system |= o.breakpoint_skips_system;
+    l.system_message_params_first_only |= o.system_message_params_first_only;
+    if l.resumed_drops.is_empty() {
+        l.resumed_drops.clone_from(&o.resumed_drops);
+    }
+    for p in &o.params_from_records {
+        if !l.params_from_records.contains(p) {
+            l.params_from_records.push(p.clone());
+        }
+    }
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
@@ -270,18 +415,12 @@ fn merge(into: &mut Profile, other: Profile) {
     for (kind, text) in other.reminders.attachment_texts {
         into.reminders.attachment_texts.entry(kind).or_insert(text);
     }
-    for m in other.models {
-        match into.models.iter_mut().find(|x| x.id == m.id) {
-            // A model the first capture only names (in a model list) gets
-            // the cutoff its own capture shows.
-            Some(x) => {
-                if x.knowledge_cutoff.is_none() {
-                    x.knowledge_cutoff = m.knowledge_cutoff;
-                }
-            }
-            None => into.models.push(m),
+    for t in other.attachments {
+        if !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
+            into.attachments.push(t);
         }
     }
+    merge_models(&mut into.models, other.models);
     if let Some(p) = other.extracted_from {
         let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));
         into.extracted_from = Some(joined);
@@ -430,7 +569,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         user_context: user_context.as_ref().map(|(t, _)| t.clone()),
         skills: skills_template(&cap.first_texts, env),
         tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
-        params: cap.params.clone(),
+        params: param_templates(&cap.params, &facts),
         betas: cap.betas.clone(),
         models,
         system_cache: SystemCache::default(),
@@ -438,9 +577,36 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
         model_params: Map::new(),
+        attachments: Vec::new(),
+        model_variants: Vec::new(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)
+}
+
+/// The params with the session's working directory and home as
+/// `{{cwd}}` / `{{home}}` (2.1.28x `safeguards` names both; see
+/// [`crate::profile::PARAM_VARS`]).
+fn param_templates(params: &serde_json::Map<String, Value>, facts: &Facts) -> serde_json::Map<String, Value> {
+    let mut paths: Vec<(&str, &str)> = [(facts.cwd.as_deref(), "{{cwd}}"), (facts.home.as_deref(), "{{home}}")]
+        .into_iter()
+        .filter_map(|(v, n)| v.filter(|v| v.len() > 1).map(|v| (v, n)))
+        .collect();
+    paths.sort_by_key(|(v, _)| std::cmp::Reverse(v.len()));
+    params
+        .iter()
+        .map(|(k, v)| {
+            let mut text = v.to_string();
+            if text.contains("{{") {
+                return (k.clone(), v.clone());
+            }
+            for (from, to) in &paths {
+                let from = serde_json::to_string(from).unwrap_or_default();
+                text = text.replace(from.trim_matches('"'), to);
+            }
+            (k.clone(), serde_json::from_str(&text).unwrap_or_else(|_| v.clone()))
+        })
+        .collect()
 }
 
 fn refs(v: &[String]) -> Vec<&str> {
@@ -602,6 +768,29 @@ mod tests {
         assert!(!merges_plain(&[wire("<command-name>other</command-name>")], &held));
         let both = [wire("<command-name>greet</command-name>"), wire("<command-name>greet</command-name>\n")];
         assert!(!merges_plain(&both, &held));
+    }
+
+    #[test]
+    fn a_resumed_process_drops_the_1m_label() {
+        // 2.1.198 resume-multi-prompt, shortened: the fresh process names
+        // the model with the 1M-context label, the resumed one without.
+        let line = |m: &str| {
+            format!(
+                "model named Opus 4.8{m}. The exact model ID is claude-opus-4-8{}.",
+                if m.is_empty() { "" } else { "[1m]" }
+            )
+        };
+        let body = |m: &str| serde_json::json!({"system": [{"text": "x"}, {"text": line(m)}], "tools": [{"d": format!("By Opus 4.8{m}")}]});
+        let (first, later) = (body(" (1M context)"), body(""));
+        let mut l = Layout::default();
+        resumed_drops(&mut l, &first, &[&first, &later]);
+        assert_eq!(l.resumed_drops, [" (1M context)", "[1m]"]);
+        // Tools that differ otherwise: not a resumed process's.
+        let mut other = later.clone();
+        other["tools"][0]["d"] = "something else".into();
+        let mut l = Layout::default();
+        resumed_drops(&mut l, &first, &[&other]);
+        assert!(l.resumed_drops.is_empty());
     }
 
     #[test]

@@ -7,25 +7,29 @@
 use crate::profile::Profile;
 use serde_json::{Map, Value};
 
-/// Add to `into` (made from a capture of `into_model`) the per-model
-/// params and tool templating `other` (of `other_model`) shows.
-pub(super) fn merge_model(into: &mut Profile, into_model: &str, other: &Profile, other_model: &str) {
-    if into_model == other_model || into_model.is_empty() || other_model.is_empty() {
-        return;
+/// Take in `other`, a capture of `other_model` (`into` was made from one of
+/// `into_model`), when its prompt is `into`'s and its tools are but for the
+/// model's name: its params as `into.model_params[other_model]` and the
+/// tools with `{{model_name}}`. False (nothing changed) otherwise: then the
+/// model needs a variant of its own.
+pub(super) fn absorb_model(into: &mut Profile, into_model: &str, other: &Profile, other_model: &str) -> bool {
+    if into_model == other_model || into_model.is_empty() || other_model.is_empty() || into.prompt != other.prompt {
+        return false;
+    }
+    if into.tools != other.tools {
+        let name = |p: &Profile, id: &str| p.model(id).map(|m| m.name.clone());
+        let (Some(a), Some(b)) = (name(into, into_model), name(other, other_model)) else { return false };
+        let mine = templated(&into.tools, &a);
+        if mine != templated(&other.tools, &b) {
+            return false;
+        }
+        into.tools = mine;
     }
     let diff = params_diff(&into.params, &other.params);
     if !diff.is_empty() && !into.model_params.contains_key(other_model) {
         into.model_params.insert(other_model.to_string(), Value::Object(diff));
     }
-    let name = |p: &Profile, id: &str| p.model(id).map(|m| m.name.clone());
-    if let (Some(a), Some(b)) = (name(into, into_model), name(other, other_model))
-        && into.tools != other.tools
-    {
-        let mine = templated(&into.tools, &a);
-        if mine == templated(&other.tools, &b) {
-            into.tools = mine;
-        }
-    }
+    true
 }
 
 /// The params `other` sends differently from `base`: changed or new
@@ -90,7 +94,7 @@ mod tests {
             json!({"max_tokens": 32000, "thinking": {"budget_tokens": 31999, "type": "enabled"}}),
         );
         into.models.extend(haiku.models.clone());
-        merge_model(&mut into, "claude-sonnet-4-6", &haiku, "claude-haiku-4-5");
+        assert!(absorb_model(&mut into, "claude-sonnet-4-6", &haiku, "claude-haiku-4-5"));
         assert_eq!(
             Value::Object(into.model_params.clone()),
             json!({"claude-haiku-4-5": {"thinking": {"budget_tokens": 31999, "type": "enabled"}, "output_config": null}})
@@ -102,7 +106,7 @@ mod tests {
         // The same model teaches nothing.
         let before = into.model_params.clone();
         let same = into.clone();
-        merge_model(&mut into, "claude-sonnet-4-6", &same, "claude-sonnet-4-6");
+        assert!(!absorb_model(&mut into, "claude-sonnet-4-6", &same, "claude-sonnet-4-6"));
         assert_eq!(into.model_params, before);
     }
 
@@ -112,7 +116,7 @@ mod tests {
         let mut other = profile("b", "B 1", json!({}));
         other.tools[0]["name"] = json!("Shell");
         into.models.extend(other.models.clone());
-        merge_model(&mut into, "a", &other, "b");
+        assert!(!absorb_model(&mut into, "a", &other, "b"));
         assert_eq!(into.tools[0]["description"], "end with:\nCo-Authored-By: Claude A 1 <noreply@anthropic.com>");
         assert!(into.model_params.is_empty());
     }

@@ -6,15 +6,22 @@
 //! mid-conversation system turns of 2.1.3xx). Those are used as written
 //! (checked on all 14 scenarios of the 2.1.328 captures).
 //!
-//! Older attachments carry no `rendered`. The common kinds found in the
+//! Older attachments carry no `rendered`. A profile extracted from a
+//! capture of the release holds how it renders each kind it saw
+//! ([`AttachmentTemplate`]: its role and a template of the attachment's
+//! fields; 2.1.198 and 2.1.250 send the agent and skill listings, the token
+//! count and nested rules as `role: "system"` turns), and those are used
+//! first ([`render_with`]). Without one, the common kinds found in the
 //! public corpus are rendered here as `<system-reminder>` user text built
-//! from their fields; no capture holds those kinds as sent, so that text is
-//! ctxasm's approximation, not a byte-exact rebuild. Kinds that send nothing
+//! from their fields; that text is ctxasm's approximation, not a byte-exact
+//! rebuild. Kinds that send nothing
 //! or that ctxasm cannot render (`prompt_snapshot`, `hook_success` of a hook
 //! that returned no context, unknown kinds) give `None`.
 
 use crate::json::Json;
 use crate::model::entry::Entry;
+use crate::profile::AttachmentTemplate;
+use crate::profile::template;
 use bumpalo::Bump;
 use smallvec::SmallVec;
 
@@ -36,12 +43,25 @@ pub struct Rendered<'a> {
     pub approximated: bool,
 }
 
-/// What `e` (an attachment entry) sends, if anything.
+/// What `e` (an attachment entry) sends, if anything, without a profile's
+/// templates.
 pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
+    render_with(bump, e, &[])
+}
+
+/// What `e` (an attachment entry) sends: its `rendered` text, else the
+/// profile's template of its kind, else ctxasm's approximation.
+pub fn render_with<'a>(bump: &'a Bump, e: &Entry<'a>, templates: &[AttachmentTemplate]) -> Option<Rendered<'a>> {
     let crate::model::entry::EntryKind::Attachment(a) = &e.kind else { return None };
     let role = match a.rendered_role {
         Some("system") => AttachmentRole::System,
-        _ => AttachmentRole::User,
+        Some(_) => AttachmentRole::User,
+        // 2.1.27x writes `rendered` without `renderedRole`: the role the
+        // profile learned for the kind.
+        None => match a.attachment_type.and_then(|k| templates.iter().find(|t| t.kind == k)) {
+            Some(t) if t.role == "system" => AttachmentRole::System,
+            _ => AttachmentRole::User,
+        },
     };
     let beside_tool_result = e.raw.get_bool("renderedBesideToolResult").unwrap_or(false);
     if e.raw.get("rendered").is_some() {
@@ -59,7 +79,19 @@ pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
         }
         return Some(Rendered { role, texts, beside_tool_result, approximated: false });
     }
-    let text = approximate(a.attachment_type?, a.attachment)?;
+    let kind = a.attachment_type?;
+    if let Some(t) = pick_template(templates, kind, a.attachment) {
+        let text = render_template(t, a.attachment);
+        // A system turn's text is stored without the reminder wrapper that
+        // normalization takes off (a trailing newline of the text stays).
+        let (role, text) = match t.role.as_str() {
+            "system" => (AttachmentRole::System, reminder(&text)),
+            _ => (AttachmentRole::User, text),
+        };
+        let text: &'a str = bump.alloc_str(&text);
+        return Some(Rendered { role, texts: smallvec::smallvec![text], beside_tool_result, approximated: false });
+    }
+    let text = approximate(kind, a.attachment)?;
     let text: &'a str = bump.alloc_str(&text);
     Some(Rendered {
         role: AttachmentRole::User,
@@ -67,6 +99,50 @@ pub fn render<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Rendered<'a>> {
         beside_tool_result,
         approximated: true,
     })
+}
+
+/// The template of `kind` whose boolean fields match the attachment's;
+/// else the first of that kind.
+fn pick_template<'t>(
+    templates: &'t [AttachmentTemplate],
+    kind: &str,
+    att: &Json<'_>,
+) -> Option<&'t AttachmentTemplate> {
+    // An entry without text gives the role of `rendered` attachments only.
+    let of_kind = || templates.iter().filter(|t| t.kind == kind && !t.text.is_empty());
+    let matches = |t: &&AttachmentTemplate| t.when.iter().all(|(k, v)| att.get_bool(k) == Some(*v));
+    of_kind().find(matches).or_else(|| of_kind().next())
+}
+
+/// An attachment's fields as template variables: strings as they are,
+/// lists of strings joined by `\n`, strings one object deep as `a.b`.
+pub fn attachment_vars(att: &Json<'_>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(members) = att.as_object() else { return out };
+    for (k, v) in members {
+        match v {
+            Json::Str(s) => out.push(((*k).to_string(), (*s).to_string())),
+            Json::Arr(items) if !items.is_empty() && items.iter().all(|i| i.as_str().is_some()) => {
+                let parts: Vec<&str> = items.iter().filter_map(Json::as_str).collect();
+                out.push(((*k).to_string(), parts.join("\n")));
+            }
+            Json::Obj(inner) => {
+                for (ik, iv) in inner.iter() {
+                    if let Json::Str(s) = iv {
+                        out.push((format!("{k}.{ik}"), (*s).to_string()));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn render_template(t: &AttachmentTemplate, att: &Json<'_>) -> String {
+    let vars = attachment_vars(att);
+    let bound: Vec<template::Var<'_>> = vars.iter().map(|(k, v)| (k.as_str(), Some(v.as_str()))).collect();
+    template::render(&t.text, &bound)
 }
 
 fn reminder(body: &str) -> String {
@@ -146,6 +222,38 @@ mod tests {
         let remote = r[2].as_ref().unwrap();
         assert_eq!((remote.role, remote.beside_tool_result), (AttachmentRole::User, true));
         assert_eq!(r[3], None);
+    }
+
+    #[test]
+    fn profile_templates_render_attachments_without_rendered() {
+        let bump = Bump::new();
+        let line = br#"{"type":"attachment","uuid":"a","attachment":{"type":"nested_memory","path":"/p/api.md","content":{"content":"API rules.\n"},"isInitial":true}}
+{"type":"attachment","uuid":"b","attachment":{"type":"date"},"rendered":[{"content":"<system-reminder>\nd\n</system-reminder>"}]}
+"#;
+        let parsed = parse_bytes(&bump, line, "t", &ReadOptions::default());
+        let t = |text: &str, when: bool| AttachmentTemplate {
+            kind: "nested_memory".into(),
+            when: [("isInitial".to_string(), when)].into_iter().collect(),
+            role: "system".into(),
+            text: text.into(),
+        };
+        let roles = AttachmentTemplate {
+            kind: "date".into(),
+            when: Default::default(),
+            role: "system".into(),
+            text: "".into(),
+        };
+        let templates = [t("other", false), t("Contents of {{path}}:\n\n{{content.content}}", true), roles];
+        let r = render_with(&bump, &parsed.entries[0], &templates).unwrap();
+        assert_eq!((r.role, r.approximated), (AttachmentRole::System, false));
+        // Wrapped so that normalization's unwrapping gives the text back, its newline kept.
+        assert_eq!(
+            r.texts.as_slice(),
+            ["<system-reminder>\nContents of /p/api.md:\n\nAPI rules.\n\n</system-reminder>"]
+        );
+        // `rendered` without `renderedRole`: the role the profile learned.
+        assert_eq!(render_with(&bump, &parsed.entries[1], &templates).unwrap().role, AttachmentRole::System);
+        assert_eq!(render(&bump, &parsed.entries[1]).unwrap().role, AttachmentRole::User);
     }
 
     #[test]

@@ -13,6 +13,34 @@ use super::system::SystemParts;
 use crate::assemble::wire::{self, custom_id, id_session_part};
 use crate::assemble::{Body, Request};
 use crate::json::Json;
+use crate::model::entry::EntryKind;
+
+/// The plan's params, those the layout takes from records replaced by the
+/// value of the newest `api-request` record before entry `first` (left out
+/// when it has none). A chain without records sends the plan's value on
+/// the first request of each CLI process only (2.1.288 `safeguards`).
+fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize, process: Option<usize>) -> Vec<(&'a str, Json<'a>)> {
+    let params = cx.statics.params_of(process);
+    let from_records = &cx.plan.params_from_records;
+    if from_records.is_empty() {
+        return params.to_vec();
+    }
+    let before = &cx.entries[..first.min(cx.entries.len())];
+    let record = before.iter().rev().find_map(|e| match e.kind {
+        EntryKind::ApiRequest(r) => Some(r.params),
+        _ => None,
+    });
+    let process_start = cx.process_starts.iter().rev().find(|&&i| i < first).copied().unwrap_or(0);
+    let first_of_process = !before.get(process_start..).unwrap_or(&[]).iter().any(|e| e.as_assistant().is_some());
+    params
+        .iter()
+        .filter_map(|&(k, v)| match (from_records.iter().any(|p| p == k), record) {
+            (false, _) => Some((k, v)),
+            (true, Some(r)) => r.and_then(|r| r.get(k)).map(|rv| (k, *rv)),
+            (true, None) => first_of_process.then_some((k, v)),
+        })
+        .collect()
+}
 
 /// The request of turn `n`, whose first entry is `first`, sent by CLI
 /// process `process` (its params: [`super::plan::Statics::params_of`]).
@@ -48,7 +76,7 @@ pub(crate) fn build_request<'a>(
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
-        params: cx.statics.params_of(process).to_vec(),
+        params: turn_params(cx, first, process),
         stream: true,
         betas: cx.statics.betas.clone(),
         cch_seed: header.and(cx.plan.cch_seed),

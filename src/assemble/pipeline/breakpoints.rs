@@ -24,13 +24,26 @@ fn can_carry(b: &Json<'_>) -> bool {
 /// Put `cache_control: value` on the last markable block of each of the
 /// last `count` messages; returns whether the last message got one.
 pub fn add_cache_breakpoints<'a>(bump: &'a Bump, messages: &mut [&'a Json<'a>], value: Json<'a>, count: usize) -> bool {
+    add_cache_breakpoints_skipping(bump, messages, value, count, false)
+}
+
+/// [`add_cache_breakpoints`]; with `skip_system` (2.1.198) the last `count`
+/// messages that are not `role: "system"` are the ones marked.
+pub fn add_cache_breakpoints_skipping<'a>(
+    bump: &'a Bump,
+    messages: &mut [&'a Json<'a>],
+    value: Json<'a>,
+    count: usize,
+    skip_system: bool,
+) -> bool {
     // A system turn of no blocks (one that only carries members, 2.1.332)
     // is not counted: the message before it is marked.
     let hollow = |m: &Json<'_>| {
         m.get_str("role") == Some("system") && matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty())
     };
+    let skipped = |m: &Json<'_>| hollow(m) || (skip_system && m.get_str("role") == Some("system"));
     let n = messages.iter().rposition(|m| !hollow(m)).map_or(0, |i| i + 1);
-    let targets: Vec<usize> = (0..n).rev().filter(|&i| !hollow(messages[i])).take(count).collect();
+    let targets: Vec<usize> = (0..n).rev().filter(|&i| !skipped(messages[i])).take(count).collect();
     let mut last_marked = false;
     for &k in targets.iter().rev() {
         let marked = mark(bump, &mut messages[k], value);
@@ -94,5 +107,15 @@ mod tests {
         assert!(add_cache_breakpoints(&bump, &mut tail, cc, 1));
         let marked: Vec<bool> = tail.iter().map(|x| x.to_compact_string().contains("cache_control")).collect();
         assert_eq!(marked, [false, true, false]);
+        // 2.1.198: a trailing system turn is passed over.
+        let sys: &Json = bump.alloc(
+            LineParser::new().parse(&bump, br#"{"role":"system","content":[{"type":"text","text":"s"}]}"#).unwrap(),
+        );
+        let mut with_sys = vec![a, m, sys];
+        assert!(!add_cache_breakpoints_skipping(&bump, &mut with_sys, cc, 1, true));
+        let marked: Vec<bool> = with_sys.iter().map(|x| x.to_compact_string().contains("cache_control")).collect();
+        assert_eq!(marked, [false, true, false]);
+        let mut with_sys = vec![a, m, sys];
+        assert!(add_cache_breakpoints_skipping(&bump, &mut with_sys, cc, 1, false));
     }
 }

@@ -96,12 +96,14 @@ impl<'a, 's> ChainCtx<'a, 's> {
         let pieces = entries
             .iter()
             .map(|e| {
+                let templates = &plan.attachment_templates;
                 if let Some(p) = profile_reminder(bump, e, &extras.attachment_texts) {
                     return Some(p);
                 }
-                let p = normalize::piece_of_entry(bump, e);
+                let p = normalize::piece_of_entry_with(bump, e, templates);
                 if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
                     && a.rendered.is_none()
+                    && !templates.iter().any(|t| a.attachment_type == Some(t.kind.as_str()))
                 {
                     report.approximated_attachments += 1;
                 }

@@ -107,7 +107,8 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
         count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
         let header = billing::billing_header(cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
-        breakpoints::add_cache_breakpoints(bump, &mut messages, cx.statics.cache_control, cx.plan.message_breakpoints);
+        let (cc, count) = (cx.statics.cache_control, cx.plan.message_breakpoints);
+        breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, cx.plan.breakpoint_skips_system);
         let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
         match system::select_system(cx, &mut st, turn.first) {
             Ok(system) => {

@@ -59,6 +59,8 @@ pub struct Rules<'a> {
     /// the last ones sent (2.1.328: `output_config`), until a
     /// [`Piece::Params`] says otherwise.
     pub system_message_extra: Vec<(&'a str, Json<'a>)>,
+    /// Those members go on the first system turn only (2.1.300).
+    pub system_message_extra_first_only: bool,
     /// System-role attachments are sent as user text (layouts without
     /// system turns).
     pub system_attachments_as_user: bool,
@@ -80,8 +82,19 @@ pub struct Report {
     pub merged_assistant_lines: usize,
 }
 
-/// The piece an entry contributes, if any.
+/// The piece an entry contributes, if any (no profile attachment
+/// templates).
 pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
+    piece_of_entry_with(bump, e, &[])
+}
+
+/// The piece an entry contributes, attachments rendered with the profile's
+/// `templates` where they have no `rendered` text.
+pub fn piece_of_entry_with<'a>(
+    bump: &'a Bump,
+    e: &Entry<'a>,
+    templates: &[crate::profile::AttachmentTemplate],
+) -> Option<Piece<'a>> {
     match &e.kind {
         EntryKind::User(u) => {
             // A compact summary is written visible-in-transcript-only, and is
@@ -109,7 +122,7 @@ pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
             Some(Piece::Assistant { id: a.message_id, blocks: strip_internal(bump, blocks) })
         }
         EntryKind::Attachment(_) => {
-            let r = attachments::render(bump, e)?;
+            let r = attachments::render_with(bump, e, templates)?;
             Some(Piece::Attachment { role: r.role, texts: r.texts })
         }
         EntryKind::System(s) if s.subtype == Some("local_command") => {
@@ -188,6 +201,7 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
     let mut msgs = build_messages(bump, &order, rules, &mut report);
     drop_hollow_assistants(&mut msgs, &mut report);
     let merged = merge_user_messages(bump, msgs, rules, &mut report);
+    let mut systems = 0usize;
     let out = merged
         .into_iter()
         .map(|m| -> &'a Json<'a> {
@@ -198,6 +212,8 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
                 Msg::System(texts, extra) => {
                     let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
                     let block = text_block(bump, bump.alloc_str(&text));
+                    systems += 1;
+                    let extra = if rules.system_message_extra_first_only && systems > 1 { &[][..] } else { extra };
                     message(bump, "system", &[block], extra)
                 }
             }
@@ -509,6 +525,31 @@ mod tests {
         let older: Vec<Piece> = pieces.into_iter().filter(|p| !matches!(p, Piece::Params { .. })).collect();
         let (plain, _) = normalize(&bump, &older, &Rules::default());
         assert!(plain.iter().all(|m| m.get("output_config").is_none()), "{plain:?}");
+    }
+
+    #[test]
+    fn system_turn_params_on_the_first_only() {
+        let bump = Bump::new();
+        let sys = |t: &'static str| Piece::Attachment { role: AttachmentRole::System, texts: smallvec![t] };
+        let text = |t: &'static str| -> &[Json<'_>] { bump.alloc_slice_copy(&[text_block(&bump, t)]) };
+        let pieces = vec![
+            Piece::User { blocks: text("a"), tool_results: false },
+            sys("s1"),
+            Piece::Assistant { id: Some("m"), blocks: text("ok") },
+            Piece::User { blocks: text("b"), tool_results: false },
+            sys("s2"),
+        ];
+        let mut rules = Rules { system_message_extra: vec![("output_config", Json::Str("x"))], ..Rules::default() };
+        // The members ride on the first system turn (a later one carries
+        // them only when a process changes them: see the test above), with
+        // or without the layout's first-only rule (2.1.300).
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        let with: Vec<bool> = msgs.iter().map(|m| m.get("output_config").is_some()).collect();
+        assert_eq!(with, [false, true, false, false, false]);
+        rules.system_message_extra_first_only = true;
+        let (msgs, _) = normalize(&bump, &pieces, &rules);
+        let with: Vec<bool> = msgs.iter().map(|m| m.get("output_config").is_some()).collect();
+        assert_eq!(with, [false, true, false, false, false]);
     }
 
     #[test]

@@ -85,6 +85,21 @@ pub struct Plan {
     pub message_breakpoints: usize,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
+    /// The profile's renderings of attachments written without `rendered`.
+    pub attachment_templates: Vec<crate::profile::AttachmentTemplate>,
+    /// Message breakpoints skip system turns (2.1.198).
+    pub breakpoint_skips_system: bool,
+    /// [`Plan::system_message_params`] on the first system turn only
+    /// (2.1.300).
+    pub system_message_params_first_only: bool,
+    /// Params taken from the turn's `api-request` record (2.1.300
+    /// `safeguards`).
+    pub params_from_records: Vec<String>,
+    /// The rendered system blocks of a resumed CLI process, when they differ
+    /// (the layout's `resumed_drops`).
+    pub resumed_system: Option<Vec<serde_json::Value>>,
+    /// The tools of a resumed process, when they differ.
+    pub resumed_tools: Option<serde_json::Value>,
 }
 
 impl Plan {
@@ -111,6 +126,12 @@ impl Plan {
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
             model: None,
+            attachment_templates: profile.attachments.clone(),
+            breakpoint_skips_system: l.breakpoint_skips_system,
+            system_message_params_first_only: l.system_message_params_first_only,
+            params_from_records: l.params_from_records.clone(),
+            resumed_system: None,
+            resumed_tools: None,
         }
     }
 
@@ -168,6 +189,10 @@ pub(crate) struct Statics<'a> {
     /// Rendered system blocks (one node each for the whole session) and
     /// their segment keys (xxh3-128 of their bytes, computed once).
     pub(crate) system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    /// [`Plan::resumed_system`] in the arena, with its keys.
+    pub(crate) resumed_system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    /// [`Plan::resumed_tools`] in the arena, with its key.
+    pub(crate) resumed_tools: Option<(&'a Json<'a>, u128)>,
     pub(crate) tools: Option<&'a Json<'a>>,
     pub(crate) tools_key: Option<u128>,
     pub(crate) betas: Vec<&'a str>,
@@ -225,17 +250,28 @@ impl<'a> Statics<'a> {
                 (Some((nodes, keys)), tools.as_ref().map(alloc))
             }
         };
+        let resumed_system = plan.resumed_system.as_ref().map(|blocks| {
+            let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
+            let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+            (nodes, keys)
+        });
         Statics {
             params,
             processes,
             system_extra,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
+            resumed_system,
+            resumed_tools: plan.resumed_tools.as_ref().map(|t| {
+                let node = alloc(t);
+                (node, content_key(node))
+            }),
             tools_key: tools.map(content_key),
             tools,
             betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
             rules: Rules {
                 system_message_extra: system_extra.to_vec(),
+                system_message_extra_first_only: plan.system_message_params_first_only,
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
                 merge_plain: !plan.merge_newline,

@@ -137,6 +137,7 @@ impl Setup {
         let facts = self.facts(session);
         let mut extras = Extras::default();
         let mut plan = self.base_plan(&facts.model);
+        render_param_vars(&mut plan.params, &facts.env);
         if self.overrides.effort.is_none() {
             plan.process_params = process_params(&plan, &facts.env.argv);
         }
@@ -155,8 +156,8 @@ impl Setup {
             return (plan, extras);
         }
         // No recorded shape: the prompt is rendered from the profile; the
-        // system messages carry the layout's params all the same (2.1.328
-        // records-free: `output_config` on every `role: "system"` turn).
+        // system messages carry the layout's params all the same (2.1.288
+        // and records-free 2.1.328 send `output_config` without records).
         let untrimmed = self.profile.layout.memory_untrimmed;
         let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(untrimmed));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
@@ -170,6 +171,13 @@ impl Setup {
             choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
         }
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx, snapshot.as_ref());
+        let drops = &self.profile.layout.resumed_drops;
+        plan.resumed_system = resumed_blocks(&plan.system, drops);
+        if let (SystemSource::Rendered { tools: Some(t), .. }, false) = (&plan.system, drops.is_empty()) {
+            // Every occurrence: Bash's Co-Authored-By line names the model.
+            let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
+            plan.resumed_tools = serde_json::from_str::<Value>(&text).ok().filter(|r| r != t);
+        }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }
@@ -205,12 +213,14 @@ impl Setup {
         SessionFacts { env, model, non_interactive, has_shapes }
     }
 
-    /// The profile's plan for `model` with the overrides' params, model
-    /// and TTL.
+    /// The plan of the profile as `model` gets it (its variant's prompt,
+    /// params and attachment renderings, its own params), with the
+    /// overrides' params, model and TTL.
     fn base_plan(&self, model: &str) -> Plan {
         let o = &self.overrides;
-        let mut plan = Plan::of_profile(&self.profile);
-        plan.params = self.profile.params_for(model);
+        let profile = self.profile.for_model(model);
+        let mut plan = Plan::of_profile(&profile);
+        plan.params = profile.params_for(model);
         if let Some(effort) = &o.effort {
             match plan.params.iter_mut().find(|(k, _)| k == "output_config") {
                 Some((_, v)) => v["effort"] = json!(effort),
@@ -247,7 +257,8 @@ impl Setup {
         sys_ctx: &SystemContext,
         snapshot: Option<&PromptSnapshot>,
     ) -> SystemSource {
-        let p = &self.profile;
+        let variant = self.profile.for_model(&facts.model);
+        let p: &Profile = &variant;
         let env = &facts.env;
         let sections = match snapshot {
             Some(s) => snapshot_sections(s, choice),
@@ -357,6 +368,46 @@ fn snapshot_sections(snapshot: &PromptSnapshot, choice: &PromptChoice) -> Vec<St
     base.into_iter().chain(choice.append.iter().cloned()).collect()
 }
 
+/// The rendered blocks without the layout's `resumed_drops` (each at its
+/// first place after the one before, over the blocks in order); `None`
+/// when nothing is dropped.
+fn resumed_blocks(system: &SystemSource, drops: &[String]) -> Option<Vec<Value>> {
+    let SystemSource::Rendered { blocks, .. } = system else { return None };
+    if drops.is_empty() {
+        return None;
+    }
+    let mut out = blocks.clone();
+    let mut next = drops.iter().peekable();
+    for b in out.iter_mut() {
+        let Some(text) = b.get("text").and_then(Value::as_str) else { continue };
+        let mut text = text.to_string();
+        let mut from = 0;
+        while let Some(d) = next.peek() {
+            let Some(at) = text.get(from..).and_then(|t| t.find(d.as_str())) else { break };
+            text.replace_range(from + at..from + at + d.len(), "");
+            from += at;
+            next.next();
+        }
+        b["text"] = Value::String(text);
+    }
+    (out != *blocks).then_some(out)
+}
+
+/// The params' [`crate::profile::PARAM_VARS`] with the session's values.
+fn render_param_vars(params: &mut [(String, Value)], env: &SessionEnv) {
+    for (_, v) in params.iter_mut() {
+        let text = v.to_string();
+        if !text.contains("{{cwd}}") && !text.contains("{{home}}") {
+            continue;
+        }
+        let esc = |s: &str| serde_json::to_string(s).unwrap_or_default().trim_matches('"').to_string();
+        let text = text.replace("{{cwd}}", &esc(&env.cwd)).replace("{{home}}", &esc(&env.home));
+        if let Ok(rendered) = serde_json::from_str(&text) {
+            *v = rendered;
+        }
+    }
+}
+
 /// The first value of `f` over the session's conversation entries.
 fn first_of<'a, T>(session: &Session<'a, '_>, f: impl Fn(&Entry<'a>) -> Option<T>) -> Option<T> {
     session.main.iter().chain(session.subagents.iter()).flat_map(|p| p.parsed.entries.iter()).find_map(f)
@@ -449,6 +500,21 @@ mod tests {
         let profile = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
         let env = SessionEnv::from_dir(&Path::new(FIX).join(scenario).join("env")).unwrap();
         Setup { profile, env: Some(env), overrides: Overrides::default() }
+    }
+
+    #[test]
+    fn resumed_blocks_drop_each_text_once_in_order() {
+        let system = SystemSource::Rendered {
+            blocks: vec![
+                json!({"type": "text", "text": "a"}),
+                json!({"type": "text", "text": "Opus (1M context) id[1m] [1m]"}),
+            ],
+            tools: None,
+        };
+        let drops = [" (1M context)".to_string(), "[1m]".to_string()];
+        let got = resumed_blocks(&system, &drops).unwrap();
+        assert_eq!(got[1]["text"], "Opus id [1m]");
+        assert_eq!(resumed_blocks(&system, &[]), None);
     }
 
     #[test]

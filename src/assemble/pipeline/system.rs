@@ -51,7 +51,18 @@ pub(crate) fn select_system<'r, 'a>(
 ) -> Result<SystemParts<'r, 'a>, Diagnostic> {
     let statics: &'r Statics<'a> = cx.statics;
     if let Some((nodes, keys)) = &statics.system {
-        return Ok(SystemParts { nodes, keys, tools: statics.tools, tools_key: statics.tools_key });
+        // A resumed process (every one after the file's first) may render
+        // the prompt without some texts (2.1.198's 1M-context label).
+        let resumed = cx.process_starts.iter().filter(|&&i| i < first).count() > 1;
+        let (nodes, keys) = match &statics.resumed_system {
+            Some((n, k)) if resumed => (n, k),
+            _ => (nodes, keys),
+        };
+        let (tools, tools_key) = match statics.resumed_tools {
+            Some((t, k)) if resumed => (Some(t), Some(k)),
+            _ => (statics.tools, statics.tools_key),
+        };
+        return Ok(SystemParts { nodes, keys, tools, tools_key });
     }
     while st.shape_line < first {
         if let EntryKind::ApiRequestShape { shape: Some(s), .. } = cx.entries[st.shape_line].kind {
