@@ -151,6 +151,25 @@ impl SessionEnv {
         self.argv.first().map(|a| a.iter().any(|x| x == "-p" || x == "--print"))
     }
 
+    /// The tools the first CLI process allowed without asking
+    /// (`--allowedTools A,B` or `--allowedTools A B`, repeatable), in order,
+    /// when the snapshot records its arguments.
+    pub fn allowed_tools(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let Some(args) = self.argv.first() else { return out };
+        let mut taking = false;
+        for a in args {
+            if a == "--allowedTools" || a == "--allowed-tools" {
+                taking = true;
+            } else if a.starts_with('-') {
+                taking = false;
+            } else if taking {
+                out.extend(a.split([',', ' ']).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
+            }
+        }
+        out
+    }
+
     /// The session's date (`YYYY-MM-DD`): the snapshot's or transcript's,
     /// else today's (UTC) — the one clock read of assembly, here at the
     /// environment's edge.

@@ -53,6 +53,10 @@ pub struct Layout {
     /// How many of the last messages get a cache breakpoint (1; 2.0.77: 2).
     #[serde(default = "one")]
     pub message_breakpoints: usize,
+    /// Params sent between `messages` and `system` rather than after
+    /// `metadata`, in the profile's `params` order (1.0.128: `temperature`,
+    /// the body's third key).
+    pub params_before_system: Vec<String>,
 }
 
 fn one() -> usize {
@@ -75,6 +79,7 @@ impl Default for Layout {
             system_attachments_as_user: false,
             system_message_params: Vec::new(),
             message_breakpoints: one(),
+            params_before_system: Vec::new(),
         }
     }
 }

@@ -25,12 +25,12 @@
 //! cli_prefix {default, sdk, sdk_with_append},
 //! prompt {static_sections [..], dynamic_sections [..templates..]},
 //! git_status {text (template), clean, max_status_chars, truncated_note} | null,
-//! user_context {head, claude_md, current_date, tail} | null,
+//! user_context {head, claude_md, current_date, fixed_sections (default []), tail} | null,
 //! skills {head, builtin, line, description_max, ellipsis, tail} | null,
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
-//! metadata ("json_user_id" (default) | "legacy_user_id")
+//! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null)
 //! ```
 
 mod layout;
@@ -176,7 +176,7 @@ pub struct GitStatusTemplate {
 }
 
 /// The `prependUserContext` reminder: `head` + the present sections joined
-/// by `\n` + `tail`.
+/// by `\n` (claudeMd, currentDate, then the fixed ones) + `tail`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserContextTemplate {
     /// Up to the first section.
@@ -185,6 +185,10 @@ pub struct UserContextTemplate {
     pub claude_md: String,
     /// The currentDate section (variable `date`).
     pub current_date: String,
+    /// Sections sent in every session, verbatim, after the others (1.0.x:
+    /// `# important-instruction-reminders`).
+    #[serde(default)]
+    pub fixed_sections: Vec<String>,
     /// After the last section.
     pub tail: String,
 }
@@ -255,6 +259,7 @@ pub const DYNAMIC_VARS: &[&str] = &[
     "model_id",
     "knowledge_cutoff",
     "date",
+    "allowed_tools",
 ];
 /// Variables of the tool descriptions: `month_year` is the session date's
 /// month, `November 2026` (WebSearch: "The current month is …").
@@ -328,6 +333,13 @@ pub struct Profile {
     /// The form of `metadata.user_id`.
     #[serde(default)]
     pub metadata: MetadataForm,
+    /// The prompt's line naming the tools allowed without approval, as the
+    /// `{{allowed_tools}}` dynamic variable renders it when the session
+    /// allowed some (variable `tools`, the names joined by `, `; 1.0.128:
+    /// `\nYou can use the following tools without requiring user approval:
+    /// {{tools}}\n`); the variable is empty otherwise.
+    #[serde(default)]
+    pub allowed_tools: Option<String>,
 }
 
 /// Periodic reminders of the seed layout.
@@ -436,8 +448,14 @@ impl Profile {
     /// line.
     pub fn dynamic_vars<'a>(&'a self, env: &'a crate::env::SessionEnv, model_id: &'a str) -> DynamicVars<'a> {
         let model = self.model(model_id);
+        let tools = env.allowed_tools();
+        let allowed = match &self.allowed_tools {
+            Some(t) if !tools.is_empty() => template::render(t, &[("tools", Some(&tools.join(", ")))]),
+            _ => String::new(),
+        };
         DynamicVars {
             env,
+            allowed,
             slug: env.project_slug(),
             model_id,
             model_name: model.map_or(model_id, |m| m.name.as_str()),
@@ -449,6 +467,8 @@ impl Profile {
 /// Values of [`DYNAMIC_VARS`] for one session and model.
 pub struct DynamicVars<'a> {
     env: &'a crate::env::SessionEnv,
+    /// The rendered allowed-tools line, or empty.
+    allowed: String,
     slug: String,
     model_id: &'a str,
     model_name: &'a str,
@@ -459,7 +479,7 @@ impl DynamicVars<'_> {
     /// Render a dynamic-section template.
     pub fn render(&self, template: &str) -> String {
         let env = self.env;
-        let vars: [template::Var<'_>; 11] = [
+        let vars: [template::Var<'_>; 12] = [
             ("cwd", Some(&env.cwd)),
             ("home", Some(&env.home)),
             ("project_slug", Some(&self.slug)),
@@ -471,6 +491,7 @@ impl DynamicVars<'_> {
             ("model_id", Some(self.model_id)),
             ("knowledge_cutoff", self.cutoff),
             ("date", env.date.as_deref()),
+            ("allowed_tools", Some(&self.allowed)),
         ];
         template::render(template, &vars)
     }

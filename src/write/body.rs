@@ -48,6 +48,17 @@ pub fn body_head(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"messages\":[");
 }
 
+/// The lead params (`,"temperature":1` of 1.0.x), between the messages'
+/// `]` and `,"system":[`; nothing for a body without them.
+pub fn body_mid(out: &mut Vec<u8>, body: &Body<'_>) {
+    for (k, v) in &body.lead_params {
+        out.push(b',');
+        writer::write_str(out, k);
+        out.push(b':');
+        writer::write(out, v);
+    }
+}
+
 /// Everything after the tool list: metadata, params, stream, `}`.
 pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"metadata\":");
@@ -95,7 +106,9 @@ pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut Segmen
             }
         }
     }
-    out.extend_from_slice(b"],\"system\":[");
+    out.push(b']');
+    body_mid(out, body);
+    out.extend_from_slice(b",\"system\":[");
     for (i, s) in body.system.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -132,6 +145,7 @@ mod tests {
         let body = Body {
             model: Json::Str("claude"),
             messages: msgs.iter().collect(),
+            lead_params: vec![],
             system: sys.iter().collect(),
             system_keys: vec![Some(7)],
             tools: Some(&tools),

@@ -22,6 +22,8 @@ pub(super) struct Capture {
     pub(super) system: Vec<Value>,
     pub(super) tools: Vec<Value>,
     pub(super) params: Map<String, Value>,
+    /// Params the body sends between `messages` and `system` (1.0.x).
+    pub(super) lead_params: Vec<String>,
     pub(super) betas: Vec<String>,
     pub(super) model: String,
     /// Texts of the first user message's blocks (wire only).
@@ -66,6 +68,14 @@ pub(super) fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileErro
         texts.extend(blocks);
     }
     let skip = ["model", "messages", "system", "tools", "metadata", "stream", "betas"];
+    let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    let at = |k: &str| keys.iter().position(|x| *x == k);
+    let lead_params = match (at("messages"), at("system")) {
+        (Some(m), Some(s)) if m < s => {
+            keys[m + 1..s].iter().filter(|k| !skip.contains(&k.as_str())).map(|k| (*k).clone()).collect()
+        }
+        _ => Vec::new(),
+    };
     let legacy = body.pointer("/metadata/user_id").and_then(Value::as_str).is_some_and(|u| u.starts_with("user_"));
     Ok(Capture {
         version,
@@ -81,6 +91,7 @@ pub(super) fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileErro
                 o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
             })
             .unwrap_or_default(),
+        lead_params,
         betas: req
             .get("headers")
             .and_then(|h| header_value(h, "anthropic-beta"))
@@ -153,6 +164,7 @@ pub(super) fn from_transcript(path: &Path, lines: &[Value]) -> Result<Capture, P
             .unwrap_or_default(),
         model: params.get("model").and_then(Value::as_str).unwrap_or("").to_string(),
         params: params.into_iter().filter(|(k, _)| k != "model" && k != "betas").collect(),
+        lead_params: Vec::new(),
         first_texts: Vec::new(),
         models,
     })

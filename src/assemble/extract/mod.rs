@@ -119,7 +119,19 @@ fn merge(into: &mut Profile, other: Profile) {
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
+    // A claudeMd section seen (not the default form a capture without
+    // memory files assumes) tells how it ends (1.0.128: a blank line).
+    let seen = |u: &crate::profile::UserContextTemplate| u.claude_md != CLAUDE_MD_SECTION;
+    if into.user_context.as_ref().is_none_or(|u| !seen(u)) && other.user_context.as_ref().is_some_and(seen) {
+        into.user_context = other.user_context.clone();
+    }
     into.user_context = into.user_context.take().or(other.user_context);
+    // A capture run with --allowedTools shows where the line goes; its
+    // prompt renders the others' too (the line empty).
+    if into.allowed_tools.is_none() && other.allowed_tools.is_some() {
+        into.prompt = other.prompt;
+        into.allowed_tools = other.allowed_tools;
+    }
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
     for m in other.models {
@@ -170,17 +182,21 @@ fn captured_layout(
     mut layout: Layout,
     cap: &Capture,
     git_in_prompt: bool,
-    user_context: bool,
+    user_context: Option<&crate::profile::UserContextTemplate>,
     held: &[String],
 ) -> Layout {
+    let fixed = user_context.map(|u| &u.fixed_sections).filter(|f| !f.is_empty());
     let builtin = layout.clone();
     layout.system_context_in_prompt |= git_in_prompt;
+    layout.params_before_system.clone_from(&cap.lead_params);
     let prepended = cap.first_texts.iter().any(|t| {
         t.starts_with("<system-reminder>")
-            && (t.contains("\n# claudeMd\n") || t.contains("\n# currentDate\n"))
+            && (t.contains("\n# claudeMd\n")
+                || t.contains("\n# currentDate\n")
+                || fixed.is_some_and(|f| f.iter().any(|s| t.contains(s.as_str()))))
             && !held_by(held, t)
     });
-    layout.user_context_message |= user_context && prepended;
+    layout.user_context_message |= user_context.is_some() && prepended;
     if layout != builtin {
         layout.name = format!("cc-{}", cap.version);
     }
@@ -213,9 +229,11 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
     }
     let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
     let user_context = user_context_template(&cap.first_texts, &facts, env);
-    let layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    let layout = captured_layout(layout, &cap, git_status.is_some(), user_context.as_ref().map(|(t, _)| t), held);
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
-    let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
+    let (dynamic_text, allowed_tools) =
+        split_allowed_tools(templatize(&dynamic_text, &facts, &cap.model, &models), env);
+    let dynamic_sections = split_sections(&dynamic_text);
     if prefix == seed.cli_prefix.sdk_with_append {
         return Err(err(path, "the capture was run with --append-system-prompt: extract from one without it"));
     }
@@ -255,6 +273,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         proactive_agent_header: crate::profile::DEFAULT_PROACTIVE_AGENT_HEADER.into(),
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
+        allowed_tools,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -205,6 +205,27 @@ pub(super) fn templatize(text: &str, f: &Facts, model: &str, models: &[ModelInfo
     lines.join("\n")
 }
 
+/// The line naming the session's allowed tools (`--allowedTools` in the
+/// snapshot's argv), as the `{{allowed_tools}}` variable and its template:
+/// the first line that ends with `: ` + the tools joined by `, `, with the
+/// newline on each side (1.0.128: absent, the prompt has two fewer
+/// newlines). The text as it is when the session allowed none or no such
+/// line is found.
+pub(super) fn split_allowed_tools(text: String, env: Option<&SessionEnv>) -> (String, Option<String>) {
+    let tools = env.map(SessionEnv::allowed_tools).unwrap_or_default();
+    if tools.is_empty() {
+        return (text, None);
+    }
+    let list = format!(": {}", tools.join(", "));
+    let Some(line) = text.split('\n').find(|l| l.ends_with(&list)) else { return (text, None) };
+    let whole = format!("\n{line}\n");
+    if !text.contains(&whole) {
+        return (text, None);
+    }
+    let tpl = format!("\n{}: {{{{tools}}}}\n", &line[..line.len() - list.len()]);
+    (text.replacen(&whole, "{{allowed_tools}}", 1), Some(tpl))
+}
+
 /// The gitStatus value as a template.
 /// `main_branch`: the session's, as the snapshot knows it; a captured main
 /// branch that is not it (2.0.77 shows none without a remote) stays
@@ -253,6 +274,10 @@ pub(super) fn split_git_status(dynamic: String, main_branch: Option<&str>) -> (S
     }
 }
 
+/// The claudeMd section as a template, as the releases that show one send
+/// it (and what a capture without memory files assumes).
+pub(super) const CLAUDE_MD_SECTION: &str = "# claudeMd\n{{claude_md}}";
+
 /// The user-context reminder among the first message's texts, and the date
 /// it shows: with a `# currentDate` section (2.1.88), or of a `# claudeMd`
 /// section alone (2.0.x), which is cut where the session's rendered memory
@@ -262,9 +287,63 @@ pub(super) fn user_context_template(
     f: &Facts,
     env: Option<&SessionEnv>,
 ) -> Option<(UserContextTemplate, String)> {
-    if let Some(found) = dated_user_context(texts, f) {
-        return Some(found);
+    let (mut tpl, date) = dated_user_context(texts, f)
+        .or_else(|| claude_md_user_context(texts, f, env))
+        .or_else(|| fixed_user_context(texts, f))?;
+    // What the tail holds before its last paragraph are fixed sections
+    // (1.0.128: `# important-instruction-reminders`, after claudeMd and a
+    // blank line, which ends the claudeMd section).
+    let blank = tpl.tail.len() - tpl.tail.trim_start_matches('\n').len();
+    if blank > 1 && tpl.tail[blank..].starts_with("# ") {
+        tpl.claude_md.push_str(&tpl.tail[..blank - 1]);
+        tpl.tail = tpl.tail[blank - 1..].to_string();
     }
+    let (fixed, tail) = split_fixed(&tpl.tail);
+    if !fixed.is_empty() {
+        tpl.fixed_sections.extend(fixed);
+        tpl.tail = tail;
+    }
+    Some((tpl, date))
+}
+
+/// The tail's sections and its last paragraph: the tail starts at the last
+/// `\n\n` before `</system-reminder>` (2.1.88, 2.0.77, 1.0.128 alike), and
+/// what comes before it, after the `\n` that joins sections, is sections.
+fn split_fixed(tail: &str) -> (Vec<String>, String) {
+    let end = tail.rfind("\n</system-reminder>").unwrap_or(tail.len());
+    match tail[..end].rfind("\n\n") {
+        Some(at) if at > 0 && tail.starts_with("\n# ") => (vec![tail[1..at].to_string()], tail[at..].to_string()),
+        _ => (Vec::new(), tail.to_string()),
+    }
+}
+
+/// A reminder of fixed sections alone (1.0.128 `hello`: no CLAUDE.md, no
+/// currentDate): a two-line head ending in `:`, then `# ` sections.
+fn fixed_user_context(texts: &[String], f: &Facts) -> Option<(UserContextTemplate, String)> {
+    let t = texts.iter().find(|t| {
+        t.starts_with("<system-reminder>\n")
+            && t.find("\n# ").is_some_and(|at| t[..at].matches('\n').count() == 1 && t[..at].ends_with(':'))
+    })?;
+    let first = t.find("\n# ")? + 1;
+    let tpl = UserContextTemplate {
+        head: t[..first].to_string(),
+        claude_md: CLAUDE_MD_SECTION.into(),
+        current_date: String::new(),
+        fixed_sections: Vec::new(),
+        tail: format!("\n{}", &t[first..]),
+    };
+    let (fixed, tail) = split_fixed(&tpl.tail);
+    (!fixed.is_empty())
+        .then(|| (UserContextTemplate { fixed_sections: fixed, tail, ..tpl }, f.date.clone().unwrap_or_default()))
+}
+
+/// The 2.0.x form: a `# claudeMd` section alone, cut where the session's
+/// rendered memory files end.
+fn claude_md_user_context(
+    texts: &[String],
+    f: &Facts,
+    env: Option<&SessionEnv>,
+) -> Option<(UserContextTemplate, String)> {
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
     let env = env?;
     let project_dir = env.project_dir.clone();
@@ -276,8 +355,9 @@ pub(super) fn user_context_template(
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
         head: t[..at].to_string(),
-        claude_md: "# claudeMd\n{{claude_md}}".into(),
+        claude_md: CLAUDE_MD_SECTION.into(),
         current_date: String::new(),
+        fixed_sections: Vec::new(),
         tail: t[at + section.len()..].to_string(),
     };
     Some((tpl, f.date.clone().unwrap_or_default()))
@@ -301,8 +381,9 @@ pub(super) fn dated_user_context(texts: &[String], f: &Facts) -> Option<(UserCon
     })?;
     let tpl = UserContextTemplate {
         head: head.to_string(),
-        claude_md: "# claudeMd\n{{claude_md}}".into(),
+        claude_md: CLAUDE_MD_SECTION.into(),
         current_date: section.replace(&date, "{{date}}"),
+        fixed_sections: Vec::new(),
         tail: t[line_end..].to_string(),
     };
     Some((tpl, date))

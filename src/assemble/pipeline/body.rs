@@ -4,8 +4,9 @@
 //! ([`crate::assemble::wire::metadata`]); the plan's params and betas; the
 //! custom id ([`crate::assemble::wire::custom_id`]).
 //!
-//! *Invariants.* Keys are in the client's order (`model, messages, system,
-//! tools, metadata`, params, `stream`), which [`crate::write`] serializes.
+//! *Invariants.* Keys are in the client's order (`model, messages`, the
+//! layout's params before system, `system, tools, metadata`, params,
+//! `stream`), which [`crate::write`] serializes.
 
 use super::chain::ChainCtx;
 use super::normalize;
@@ -41,6 +42,7 @@ pub(crate) fn build_request<'a>(
     let body = Body {
         model,
         messages,
+        lead_params: cx.statics.lead_params.clone(),
         system: blocks,
         system_keys,
         tools: system.tools,

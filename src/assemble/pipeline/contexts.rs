@@ -84,7 +84,9 @@ pub fn git_status(profile: &Profile, env: &SessionEnv) -> Option<String> {
 }
 
 /// The `prependUserContext` reminder text (`# claudeMd` only when present,
-/// then `# currentDate`). Empty when the profile has no template.
+/// then `# currentDate`, then the fixed sections: 1.0.128 sends
+/// `# important-instruction-reminders` in every session). Empty when the
+/// profile has no template.
 pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     let Some(t) = &profile.user_context else { return String::new() };
     let vars: [template::Var<'_>; 2] = [("claude_md", ctx.claude_md.as_deref()), ("date", Some(&ctx.current_date))];
@@ -96,6 +98,7 @@ pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     if !t.current_date.is_empty() {
         sections.push(template::render(&t.current_date, &vars));
     }
+    sections.extend(t.fixed_sections.iter().cloned());
     if sections.is_empty() {
         return String::new();
     }

@@ -76,6 +76,9 @@ pub struct Plan {
     pub cache_control: serde_json::Value,
     /// How many of the last messages get a breakpoint (2.0.77: 2).
     pub message_breakpoints: usize,
+    /// Param names sent between `messages` and `system` (1.0.x:
+    /// `temperature`).
+    pub params_before_system: Vec<String>,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
 }
@@ -100,6 +103,7 @@ impl Plan {
             attachments_into_tool_result: l.attachments_into_tool_result,
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
+            params_before_system: l.params_before_system.clone(),
             model: None,
         }
     }
@@ -138,7 +142,9 @@ pub struct Extras {
 
 /// A plan's values converted once per session into the arena.
 pub(crate) struct Statics<'a> {
+    /// The params after `metadata`, and those sent before `system`.
     pub(crate) params: Vec<(&'a str, Json<'a>)>,
+    pub(crate) lead_params: Vec<(&'a str, Json<'a>)>,
     pub(crate) cache_control: Json<'a>,
     /// Rendered system blocks (one node each for the whole session) and
     /// their segment keys (xxh3-128 of their bytes, computed once).
@@ -157,8 +163,11 @@ pub(crate) fn content_key(v: &Json<'_>) -> u128 {
 
 impl<'a> Statics<'a> {
     pub(crate) fn new(bump: &'a Bump, plan: &Plan) -> Self {
-        let params: Vec<(&'a str, Json<'a>)> =
-            plan.params.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect();
+        let (lead, params): (Vec<(&'a str, Json<'a>)>, Vec<_>) = plan
+            .params
+            .iter()
+            .map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v)))
+            .partition(|(k, _)| plan.params_before_system.iter().any(|p| p == k));
         let system_extra =
             params.iter().filter(|(k, _)| plan.system_message_params.iter().any(|p| p == k)).copied().collect();
         let alloc = |v: &serde_json::Value| &*bump.alloc(Json::from_serde(bump, v));
@@ -172,6 +181,7 @@ impl<'a> Statics<'a> {
         };
         Statics {
             params,
+            lead_params: lead,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
             tools_key: tools.map(content_key),
