@@ -30,13 +30,16 @@
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
-//! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null)
+//! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null),
+//! agents [{warmup, model, prefix, prompt, git_status, tools, betas}] (only when there are some)
 //! ```
 
+mod agent;
 mod layout;
 pub mod template;
 
 pub use crate::time::month_year;
+pub use agent::AgentProfile;
 pub use layout::Layout;
 
 use serde::{Deserialize, Serialize};
@@ -340,6 +343,10 @@ pub struct Profile {
     /// {{tools}}\n`); the variable is empty otherwise.
     #[serde(default)]
     pub allowed_tools: Option<String>,
+    /// The agents the release warms up, in the capture's order
+    /// ([`AgentProfile`]; 2.0.x).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentProfile>,
 }
 
 /// Periodic reminders of the seed layout.

@@ -34,6 +34,7 @@ use crate::profile::{
 use serde_json::Value;
 use std::path::Path;
 
+mod agents;
 mod capture;
 mod templates;
 
@@ -65,6 +66,10 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
     };
     let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
     let mut profile = build(path, cap, env, &held)?;
+    if let Some(main) = wire {
+        let facts = env.map_or_else(|| infer_facts(&[]), Facts::from_env);
+        profile.agents = agents::warmup_agents(&lines, main, &held, &facts, &mut profile.models);
+    }
     // Breakpoints on more than the last message (2.0.77: the last two) show
     // only in a request of several messages: count them over the capture.
     let marked = |m: &Value| {
@@ -134,6 +139,11 @@ fn merge(into: &mut Profile, other: Profile) {
     }
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    for a in other.agents {
+        if !into.agents.contains(&a) {
+            into.agents.push(a);
+        }
+    }
     for m in other.models {
         if !into.models.iter().any(|x| x.id == m.id) {
             into.models.push(m);
@@ -274,6 +284,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         reminders: seed.reminders.clone(),
         metadata: cap.metadata,
         allowed_tools,
+        agents: Vec::new(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

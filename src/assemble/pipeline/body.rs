@@ -34,9 +34,11 @@ pub(crate) fn build_request<'a>(
     }
     blocks.extend_from_slice(system.nodes);
     system_keys.extend_from_slice(system.keys);
+    let agent = cx.agent.and_then(|i| cx.statics.agents.get(i));
     let model = match &cx.plan.model {
         Some(m) => Json::Str(bump.alloc_str(m)),
-        None => e.as_assistant().and_then(|a| a.model).map_or(Json::Null, Json::Str),
+        // A warmup without a written reply: its agent's model.
+        None => e.as_assistant().and_then(|a| a.model).or(agent.map(|a| a.model)).map_or(Json::Null, Json::Str),
     };
     let session_id = e.env.session_id.unwrap_or("");
     let body = Body {
@@ -50,7 +52,7 @@ pub(crate) fn build_request<'a>(
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
         params: cx.statics.params.clone(),
         stream: true,
-        betas: cx.statics.betas.clone(),
+        betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),
     };
     Request {
         custom_id: custom_id(&id_session_part(cx.file.file, session_id), cx.agent_id, n),

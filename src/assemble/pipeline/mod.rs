@@ -29,6 +29,7 @@
 //! [`system_blocks`]; [`attachments`] renders attachment entries for
 //! [`normalize`].
 
+mod agent;
 pub mod attachments;
 mod billing;
 mod body;
@@ -51,6 +52,7 @@ mod system;
 pub mod system_blocks;
 pub mod system_prompt;
 
+pub use agent::AgentPlan;
 pub use leading_user::MISSING_START;
 pub use plan::{Extras, Plan, ShapeEdits, SystemSource};
 pub use report::{PairingRepairsTotal, PipelineReport};
@@ -82,7 +84,8 @@ pub fn assemble_pipeline<'a>(
 ) -> SessionPipeline<'a> {
     let mut out = SessionPipeline::default();
     let statics = Statics::new(bump, plan);
-    let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity };
+    let warmups = agent::assign_warmups(session, plan, |id| chain::names_agent(session, id));
+    let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity, warmups: &warmups };
     for f in session.files() {
         let cx = ChainCtx::new(&sx, f, &mut out.report);
         assemble_chain(&cx, &mut out);
@@ -94,24 +97,25 @@ pub fn assemble_pipeline<'a>(
 fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
     let bump = cx.bump;
     let mut st = ChainState::default();
-    for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
+    let turns = projection::turns(cx.entries);
+    // A warmup whose reply was not written still was sent (agent.rs).
+    let unanswered = turns.is_empty().then(|| agent::unanswered(cx)).flatten();
+    let projected = turns.iter().map(|t| (t.first, projection::project(cx.entries, &cx.links, t)));
+    for (n, (first, projected)) in projected.chain(unanswered).enumerate() {
         out.report.turns += 1;
-        let projected = projection::project(cx.entries, &cx.links, turn);
-        let current_start = reminders::anchor_reminders(cx, &mut st, turn.first, &projected);
+        let current_start = reminders::anchor_reminders(cx, &mut st, first, &projected);
         pieces::gather_pieces(cx, &mut st, &projected, current_start);
         let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
         let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
         let (mut messages, stripped) = media::limit_media(bump, &messages);
         let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
         count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
-        let header = billing::billing_header(cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
+        let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
         breakpoints::add_cache_breakpoints(bump, &mut messages, cx.statics.cache_control, cx.plan.message_breakpoints);
         let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
-        match system::select_system(cx, &mut st, turn.first) {
-            Ok(system) => {
-                out.requests.push(body::build_request(cx, n, turn.first, messages, system, header.as_deref()))
-            }
+        match system::select_system(cx, &mut st, first) {
+            Ok(system) => out.requests.push(body::build_request(cx, n, first, messages, system, header.as_deref())),
             Err(d) => out.diagnostics.push(d),
         }
     }

@@ -81,6 +81,8 @@ pub struct Plan {
     pub params_before_system: Vec<String>,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
+    /// The warmed-up agents' system sides (2.0.x), in the profile's order.
+    pub agents: Vec<super::agent::AgentPlan>,
 }
 
 impl Plan {
@@ -105,6 +107,7 @@ impl Plan {
             message_breakpoints: l.message_breakpoints,
             params_before_system: l.params_before_system.clone(),
             model: None,
+            agents: Vec::new(),
         }
     }
 
@@ -154,6 +157,8 @@ pub(crate) struct Statics<'a> {
     pub(crate) betas: Vec<&'a str>,
     /// The normalization rules of the plan.
     pub(crate) rules: Rules<'a>,
+    /// The warmed-up agents' system sides, as [`Plan::agents`].
+    pub(crate) agents: Vec<super::agent::AgentStatics<'a>>,
 }
 
 /// The segment key of a value: xxh3-128 of its bytes.
@@ -192,6 +197,7 @@ impl<'a> Statics<'a> {
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
             },
+            agents: plan.agents.iter().map(|a| super::agent::AgentStatics::new(bump, a)).collect(),
         }
     }
 }

@@ -148,6 +148,9 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        if self.profile.has_prompt_text() && self.overrides.system_prompt.is_none() {
+            plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx);
+        }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
     }

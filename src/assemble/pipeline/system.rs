@@ -50,6 +50,9 @@ pub(crate) fn select_system<'r, 'a>(
     first: usize,
 ) -> Result<SystemParts<'r, 'a>, Diagnostic> {
     let statics: &'r Statics<'a> = cx.statics;
+    if let Some(a) = cx.agent.and_then(|i| statics.agents.get(i)) {
+        return Ok(SystemParts { nodes: &a.nodes, keys: &a.keys, tools: Some(a.tools), tools_key: a.tools_key });
+    }
     if let Some((nodes, keys)) = &statics.system {
         return Ok(SystemParts { nodes, keys, tools: statics.tools, tools_key: statics.tools_key });
     }
