@@ -263,6 +263,7 @@ pub const DYNAMIC_VARS: &[&str] = &[
     "knowledge_cutoff",
     "date",
     "allowed_tools",
+    "is_git_yes_no",
 ];
 /// Variables of the tool descriptions: `month_year` is the session date's
 /// month, `November 2026` (WebSearch: "The current month is …").
@@ -486,7 +487,7 @@ impl DynamicVars<'_> {
     /// Render a dynamic-section template.
     pub fn render(&self, template: &str) -> String {
         let env = self.env;
-        let vars: [template::Var<'_>; 12] = [
+        let vars: [template::Var<'_>; 13] = [
             ("cwd", Some(&env.cwd)),
             ("home", Some(&env.home)),
             ("project_slug", Some(&self.slug)),
@@ -499,6 +500,7 @@ impl DynamicVars<'_> {
             ("knowledge_cutoff", self.cutoff),
             ("date", env.date.as_deref()),
             ("allowed_tools", Some(&self.allowed)),
+            ("is_git_yes_no", Some(if env.is_git { "Yes" } else { "No" })),
         ];
         template::render(template, &vars)
     }

@@ -114,6 +114,19 @@ fn issue_12_profile_extract_detects_the_1_0_128_era() {
     assert_eq!(p["allowed_tools"], "\nYou can use the following tools without requiring user approval: {{tools}}\n");
     let prompt = p["prompt"]["dynamic_sections"].as_array().unwrap();
     assert_eq!(prompt.iter().filter(|s| s.as_str().unwrap().contains("{{allowed_tools}}")).count(), 1);
+    // The <env> block's values are the session's, not the capture's (a
+    // session of another day gets its own date).
+    let env_block = prompt.iter().filter_map(Value::as_str).find(|s| s.contains("<env>")).unwrap();
+    for line in [
+        "Working directory: {{cwd}}",
+        "Is directory a git repo: {{is_git_yes_no}}",
+        "Platform: {{platform}}",
+        "OS Version: {{os_version}}",
+        "Today's date: {{date}}",
+    ] {
+        assert!(env_block.contains(&format!("\n{line}\n")), "{line}: {env_block}");
+    }
+    assert!(p["git_status"]["text"].as_str().unwrap().contains("\nCurrent branch: {{branch}}\n"));
     assert!(p.get("agents").is_none(), "1.0.128 warms no agent up");
 }
 

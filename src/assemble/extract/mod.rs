@@ -67,7 +67,14 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
     let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
     let mut profile = build(path, cap, env, &held)?;
     if let Some(main) = wire {
-        let facts = env.map_or_else(|| infer_facts(&[]), Facts::from_env);
+        let texts: Vec<String> = main
+            .pointer("/body/system")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let facts = capture_facts(env, &texts);
         profile.agents = agents::warmup_agents(&lines, main, &held, &facts, &mut profile.models);
     }
     // Breakpoints on more than the last message (2.0.77: the last two) show
@@ -226,10 +233,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
     if ![&cli.default, &cli.sdk, &cli.sdk_with_append].contains(&&prefix) {
         cli = CliPrefixes { sdk: prefix.clone(), ..cli };
     }
-    let facts = match env {
-        Some(e) => Facts::from_env(e),
-        None => infer_facts(&cap.texts),
-    };
+    let facts = capture_facts(env, &cap.texts);
     let mut models = cap.models.clone();
     scan_models(&cap.texts, &cap.model, &mut models);
     for t in &cap.texts {
@@ -303,7 +307,10 @@ fn check_round_trip(
     env: Option<&SessionEnv>,
     date: Option<String>,
 ) -> Result<(), ProfileError> {
-    let Some(env) = env.cloned().or_else(|| facts.to_env()) else { return Ok(()) };
+    let Some(mut env) = env.cloned().or_else(|| facts.to_env()) else { return Ok(()) };
+    if env.date.is_none() {
+        env.date.clone_from(&facts.date);
+    }
     let (_, sys_ctx) = contexts::contexts(p, &env, None);
     let sections = effective_system_prompt(p, &env, &cap.model, &PromptChoice::default(), &sys_ctx);
     let prefix = cli_prefix(p, true, false);

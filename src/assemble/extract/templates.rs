@@ -54,6 +54,28 @@ impl Facts {
     }
 }
 
+/// The facts of a capture: its environment's when given, else read back
+/// from its texts; the date, which a snapshot does not record, from the
+/// `<env>` block's `Today's date: YYYY-MM-DD` line (1.0.x, 2.0.x).
+pub(super) fn capture_facts(env: Option<&SessionEnv>, texts: &[String]) -> Facts {
+    let mut f = env.map_or_else(|| infer_facts(texts), Facts::from_env);
+    if f.date.is_none() {
+        f.date = texts.iter().flat_map(|t| env_block(t)).find_map(|l| {
+            let v = l.rsplit_once(": ")?.1;
+            let b = v.as_bytes();
+            let date = b.len() == 10
+                && b.iter().enumerate().all(|(j, c)| if j == 4 || j == 7 { *c == b'-' } else { c.is_ascii_digit() });
+            date.then(|| v.to_string())
+        });
+    }
+    f
+}
+
+/// The lines between `<env>` and `</env>` of a text.
+fn env_block(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n').skip_while(|l| *l != "<env>").skip(1).take_while(|l| *l != "</env>")
+}
+
 /// Split a text into sections at `\n\n# ` (joining them with `\n\n` gives
 /// the text back).
 pub(super) fn split_sections(text: &str) -> Vec<String> {
@@ -173,10 +195,32 @@ pub(super) fn templatize(text: &str, f: &Facts, model: &str, models: &[ModelInfo
     let model_name = models.iter().find(|m| m.id == model).map(|m| m.name.as_str());
     let cutoff = models.iter().find(|m| m.id == model).and_then(|m| m.knowledge_cutoff.as_deref());
     let mut model_line_done = false;
+    let mut in_env = false;
+    let yes_no = f.is_git.map(|g| if g { "Yes" } else { "No" });
+    let block_values: [(Option<&str>, &str); 4] = [
+        (f.date.as_deref(), "{{date}}"),
+        (f.platform.as_deref(), "{{platform}}"),
+        (f.os_version.as_deref(), "{{os_version}}"),
+        (yes_no, "{{is_git_yes_no}}"),
+    ];
     let lines: Vec<String> = t
         .split('\n')
         .map(|line| {
             let mut line = line.to_string();
+            // 1.0.x/2.0.x: `Label: value` lines in an `<env>` block.
+            if line == "</env>" {
+                in_env = false;
+            } else if in_env {
+                for (v, name) in block_values {
+                    if let Some(v) = v.filter(|v| !v.is_empty())
+                        && let Some(head) = line.strip_suffix(&format!(": {v}"))
+                    {
+                        line = format!("{head}: {name}");
+                        break;
+                    }
+                }
+            }
+            in_env |= line == "<env>";
             if line.trim_start().starts_with("- ") {
                 for (v, name) in env_values {
                     if let Some(v) = v.filter(|v| !v.is_empty())
@@ -236,6 +280,9 @@ pub(super) fn git_template(value: &str, main_branch: Option<&str>) -> GitStatusT
         .map(|p| {
             if p.starts_with("Current branch: ") {
                 "Current branch: {{branch}}".to_string()
+            } else if let Some((head, _)) = p.split_once("\nCurrent branch: ").filter(|(_, b)| !b.contains('\n')) {
+                // 1.0.x/2.0.x: the line ends the heading's paragraph.
+                format!("{head}\nCurrent branch: {{{{branch}}}}")
             } else if p.starts_with("Main branch")
                 && let Some((head, shown)) = p.rsplit_once(": ")
                 && main_branch.is_none_or(|m| m == shown)
