@@ -31,7 +31,8 @@
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
 //! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null),
-//! agents [{warmup, model, prefix, prompt, git_status, tools, betas}] (only when there are some)
+//! agents [{warmup, model, prefix, prompt, git_status, tools, betas}] (only when there are some),
+//! memory {trim, strip_comments, rules (each default true)}
 //! ```
 
 mod agent;
@@ -348,6 +349,42 @@ pub struct Profile {
     /// ([`AgentProfile`]; 2.0.x).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<AgentProfile>,
+    /// How the claudeMd text is made from the memory files.
+    #[serde(default)]
+    pub memory: MemoryStyle,
+}
+
+/// How a release renders the memory files into the claudeMd text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryStyle {
+    /// Each file's content trimmed (2.1.x); `false`: as written, its final
+    /// newline kept (1.0.128, 2.0.77).
+    #[serde(default = "default_true")]
+    pub trim: bool,
+    /// HTML comments stripped (2.1.x); `false`: sent (1.0.128, 2.0.77).
+    #[serde(default = "default_true")]
+    pub strip_comments: bool,
+    /// `.claude/rules/*.md` files are memory files (2.0.77, 2.1.x);
+    /// `false`: not read (1.0.128).
+    #[serde(default = "default_true")]
+    pub rules: bool,
+}
+
+impl Default for MemoryStyle {
+    fn default() -> Self {
+        MemoryStyle { trim: true, strip_comments: true, rules: true }
+    }
+}
+
+impl MemoryStyle {
+    /// Every style but the default, those that change fewer choices first
+    /// (what a capture is checked against, the least assuming first).
+    pub fn variants() -> Vec<MemoryStyle> {
+        let mut v: Vec<MemoryStyle> =
+            (1u8..8).map(|b| MemoryStyle { trim: b & 1 == 0, strip_comments: b & 2 == 0, rules: b & 4 == 0 }).collect();
+        v.sort_by_key(|s| u8::from(!s.trim) + u8::from(!s.strip_comments) + u8::from(!s.rules));
+        v
+    }
 }
 
 /// Periodic reminders of the seed layout.

@@ -3,7 +3,7 @@
 //!
 //! Golden tests on captures of Claude Code 1.0.128 (newest 1.0.x) and
 //! 2.0.77 (newest 2.0.x), with one profile per release extracted from its
-//! `hello` and `bash-tool` captures: every conversation request of every
+//! `hello`, `bash-tool` and `memory-files` captures: every conversation request of every
 //! fixture is compared and byte-equal and verify exits 0; side calls no
 //! transcript holds (the git-history and command-path haiku calls) are
 //! counted, not rebuilt. And a capture whose `metadata.user_id` is the
@@ -58,10 +58,13 @@ fn read_profile(path: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
+/// The captures a release's profile is extracted from.
+const PROFILE_FROM: &[&str] = &["hello", "bash-tool", "memory-files"];
+
 /// Every fixture of `release`: exit 0 and exactly these counts.
 fn golden(release: &str, want: &[(&str, [u64; 5])]) {
     let tmp = tempfile::tempdir().unwrap();
-    let profile = extracted(release, &["hello", "bash-tool"], tmp.path());
+    let profile = extracted(release, PROFILE_FROM, tmp.path());
     for (scenario, counts_want) in want {
         let (code, v) = verify_pipeline(release, scenario, &profile);
         assert_eq!((code, counts(&v)), (Some(0), *counts_want), "{release}/{scenario}: {v}");
@@ -81,6 +84,7 @@ fn issue_12_every_1_0_128_conversation_request_is_byte_equal() {
             ("bash-tool", [2, 2, 2, 0, 2]),
             ("parallel-tools", [2, 2, 2, 0, 2]),
             ("thinking", [2, 2, 2, 0, 2]),
+            ("memory-files", [2, 2, 2, 0, 1]),
         ],
     );
 }
@@ -91,24 +95,28 @@ fn issue_12_every_2_0_77_conversation_request_is_byte_equal() {
     // agent files hold the prompt but no reply: still sent, still rebuilt).
     golden(
         "cc-2.0.77",
-        &[("hello", [4, 4, 4, 0, 1]), ("bash-tool", [5, 5, 5, 0, 2]), ("parallel-tools", [5, 5, 5, 0, 2])],
+        &[("hello", [4, 4, 4, 0, 1]), ("bash-tool", [5, 5, 5, 0, 2]), ("memory-files", [5, 5, 5, 0, 1])],
     );
 }
 
 #[test]
 fn issue_12_profile_extract_detects_the_1_0_128_era() {
     let tmp = tempfile::tempdir().unwrap();
-    let p = read_profile(&extracted("cc-1.0.128", &["hello", "bash-tool"], tmp.path()));
+    let p = read_profile(&extracted("cc-1.0.128", PROFILE_FROM, tmp.path()));
     let l = &p["layout"];
     // `temperature` is the body's third key.
     assert_eq!(l["params_before_system"], serde_json::json!(["temperature"]), "{l}");
     assert_eq!((&l["user_context_message"], &l["message_breakpoints"]), (&Value::Bool(true), &Value::from(2)));
     assert_eq!((&p["billing"]["header_block"], &p["metadata"]), (&Value::Bool(false), &Value::from("legacy_user_id")));
     // The user context always carries # important-instruction-reminders;
-    // the claudeMd section (seen in bash-tool) ends with a blank line.
+    // the memory files are sent as written (bash-tool: CLAUDE.md's final
+    // newline kept).
     let u = &p["user_context"];
     assert!(u["fixed_sections"][0].as_str().unwrap().starts_with("# important-instruction-reminders\n"), "{u}");
-    assert_eq!(u["claude_md"], "# claudeMd\n{{claude_md}}\n");
+    assert_eq!(u["claude_md"], "# claudeMd\n{{claude_md}}");
+    // Memory files as written: not trimmed, comments kept, no rules
+    // directory (memory-files has a comment and a rule).
+    assert_eq!(p["memory"], serde_json::json!({"trim": false, "strip_comments": false, "rules": false}));
     assert_eq!(u["current_date"], "");
     // --allowedTools (bash-tool's argv) is a line of the prompt.
     assert_eq!(p["allowed_tools"], "\nYou can use the following tools without requiring user approval: {{tools}}\n");
@@ -228,6 +236,9 @@ fn issue_12_2_0_77_bash_tool_shows_what_hello_cannot() {
         "{l}"
     );
     assert_eq!(p["user_context"]["current_date"], "");
+    // CLAUDE.md as written (its final newline kept); no comment shown, so
+    // none assumed kept.
+    assert_eq!(p["memory"], serde_json::json!({"trim": false, "strip_comments": true, "rules": true}));
     let (code, v) = verify_pipeline("cc-2.0.77", "bash-tool", &profile);
     assert_eq!((code, counts(&v)), (Some(0), [5, 5, 5, 0, 2]), "{v}");
 }

@@ -131,12 +131,11 @@ fn merge(into: &mut Profile, other: Profile) {
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
-    // A claudeMd section seen (not the default form a capture without
-    // memory files assumes) tells how it ends (1.0.128: a blank line).
-    let seen = |u: &crate::profile::UserContextTemplate| u.claude_md != CLAUDE_MD_SECTION;
-    if into.user_context.as_ref().is_none_or(|u| !seen(u)) && other.user_context.as_ref().is_some_and(seen) {
-        into.user_context = other.user_context.clone();
-    }
+    // Only a capture with memory files (comments: with a comment in them)
+    // shows how they are rendered: what one shows differs from the default.
+    into.memory.trim &= other.memory.trim;
+    into.memory.strip_comments &= other.memory.strip_comments;
+    into.memory.rules &= other.memory.rules;
     into.user_context = into.user_context.take().or(other.user_context);
     // A capture run with --allowedTools shows where the line goes; its
     // prompt renders the others' too (the line empty).
@@ -289,6 +288,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         metadata: cap.metadata,
         allowed_tools,
         agents: Vec::new(),
+        memory: env.and_then(|e| captured_claude_md(&cap.first_texts, e)).map(|(_, _, s)| s).unwrap_or_default(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

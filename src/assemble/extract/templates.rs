@@ -4,7 +4,7 @@
 //! become the profile's templates.
 
 use crate::env::{GitFacts, SessionEnv};
-use crate::profile::{GitStatusTemplate, ModelInfo, SkillsTemplate, UserContextTemplate};
+use crate::profile::{GitStatusTemplate, MemoryStyle, ModelInfo, SkillsTemplate, UserContextTemplate};
 use serde_json::Value;
 
 /// Session facts used to turn text into templates; any may be unknown.
@@ -338,13 +338,7 @@ pub(super) fn user_context_template(
         .or_else(|| claude_md_user_context(texts, f, env))
         .or_else(|| fixed_user_context(texts, f))?;
     // What the tail holds before its last paragraph are fixed sections
-    // (1.0.128: `# important-instruction-reminders`, after claudeMd and a
-    // blank line, which ends the claudeMd section).
-    let blank = tpl.tail.len() - tpl.tail.trim_start_matches('\n').len();
-    if blank > 1 && tpl.tail[blank..].starts_with("# ") {
-        tpl.claude_md.push_str(&tpl.tail[..blank - 1]);
-        tpl.tail = tpl.tail[blank - 1..].to_string();
-    }
+    // (1.0.128: `# important-instruction-reminders`, after claudeMd).
     let (fixed, tail) = split_fixed(&tpl.tail);
     if !fixed.is_empty() {
         tpl.fixed_sections.extend(fixed);
@@ -391,13 +385,7 @@ fn claude_md_user_context(
     f: &Facts,
     env: Option<&SessionEnv>,
 ) -> Option<(UserContextTemplate, String)> {
-    let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let env = env?;
-    let project_dir = env.project_dir.clone();
-    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
-    roots.project_dir = project_dir;
-    roots.home_claude_dir = env.home_claude_dir.clone();
-    let claude_md = crate::env::memory::load(&roots).render_claude_md()?;
+    let (t, claude_md, _) = captured_claude_md(texts, env?)?;
     let section = format!("# claudeMd\n{claude_md}");
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
@@ -408,6 +396,43 @@ fn claude_md_user_context(
         tail: t[at + section.len()..].to_string(),
     };
     Some((tpl, f.date.clone().unwrap_or_default()))
+}
+
+/// The reminder with a `# claudeMd` section, the session's memory files
+/// rendered as it shows them, and how ([`MemoryStyle`]): trimmed and
+/// comments stripped (2.1.x) unless the capture holds them otherwise (the
+/// files as written: 1.0.128, 2.0.77).
+pub(super) fn captured_claude_md<'t>(texts: &'t [String], env: &SessionEnv) -> Option<(&'t str, String, MemoryStyle)> {
+    let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
+    let render = |style: &MemoryStyle| {
+        let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
+        roots.project_dir = env.project_dir.clone();
+        roots.home_claude_dir = env.home_claude_dir.clone();
+        roots.keep_comments = !style.strip_comments;
+        roots.no_rules = !style.rules;
+        crate::env::memory::load(&roots).render_claude_md_as(style.trim)
+    };
+    // The section a style renders must be followed by the next section
+    // (`\n# `) or the reminder's last paragraph (`\n\n` and its indent):
+    // a trimmed text is also a prefix of the same text as written.
+    let fits = |x: &str| {
+        let section = format!("# claudeMd\n{x}");
+        t.match_indices(&section).any(|(at, _)| {
+            let rest = &t[at + section.len()..];
+            rest.starts_with("\n# ") || rest.starts_with("\n\n ")
+        })
+    };
+    let default = MemoryStyle::default();
+    let usual = render(&default)?;
+    if fits(&usual) {
+        return Some((t, usual, default));
+    }
+    for style in MemoryStyle::variants() {
+        if let Some(text) = render(&style).filter(|x| fits(x)) {
+            return Some((t, text, style));
+        }
+    }
+    Some((t, usual, default))
 }
 
 /// The 2.1.88 form: the reminder with a `# currentDate` section.

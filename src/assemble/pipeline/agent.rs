@@ -127,22 +127,23 @@ pub(crate) fn assign_warmups<'a>(
         chains.push((id, at, model));
     }
     chains.sort_by_key(|&(id, at, _)| (at, id));
-    let mut used = vec![false; plan.agents.len()];
+    // Each CLI process warms every agent up once: the chains in rounds of
+    // as many agents, in the order they were written.
     let mut out = Vec::new();
-    // Chains whose reply names a model first, then the others.
-    for pass in [true, false] {
-        for &(id, _, model) in chains.iter().filter(|c| c.2.is_some() == pass) {
-            if out.iter().any(|&(i, _)| i == id) {
-                continue;
-            }
-            let free = |i: &usize| !used[*i];
-            let pick = (0..plan.agents.len())
-                .filter(free)
-                .find(|&i| model.is_none_or(|m| plan.agents[i].model == m))
-                .or_else(|| (0..plan.agents.len()).find(free));
-            if let Some(i) = pick {
-                used[i] = true;
-                out.push((id, i));
+    for round in chains.chunks(plan.agents.len()) {
+        let mut used = vec![false; plan.agents.len()];
+        // Chains whose reply names a model first, then the others.
+        for pass in [true, false] {
+            for &(id, _, model) in round.iter().filter(|c| c.2.is_some() == pass) {
+                let free = |i: &usize| !used[*i];
+                let pick = (0..plan.agents.len())
+                    .filter(free)
+                    .find(|&i| model.is_none_or(|m| plan.agents[i].model == m))
+                    .or_else(|| (0..plan.agents.len()).find(free));
+                if let Some(i) = pick {
+                    used[i] = true;
+                    out.push((id, i));
+                }
             }
         }
     }

@@ -145,7 +145,7 @@ impl Setup {
         // system messages then carry no params: what ctxasm has always done;
         // the records-free 2.1.3xx case is issue 12's.)
         plan.system_message_params.clear();
-        let claude_md = memory.as_ref().and_then(Memory::render_claude_md);
+        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(self.profile.memory.trim));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
         if self.profile.has_prompt_text() && self.overrides.system_prompt.is_none() {
@@ -288,6 +288,8 @@ impl Setup {
         let mut roots = MemoryRoots::new(&env.cwd, &env.home);
         roots.project_dir = project_dir;
         roots.home_claude_dir = env.home_claude_dir.clone();
+        roots.keep_comments = !self.profile.memory.strip_comments;
+        roots.no_rules = !self.profile.memory.rules;
         let m = memory::load(&roots);
         for w in &m.warnings {
             extras.warnings.push((DiagKind::MemoryRefused, format!("{}: {}", w.path, w.message)));

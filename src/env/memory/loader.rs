@@ -100,7 +100,7 @@ impl<'r> Loader<'r> {
             Ok(t) => t,
             Err(e) => return self.warn(&key, format!("not loaded: {e}")),
         };
-        let Some(parsed) = parse_memory_content(&raw, &key, kind) else { return };
+        let Some(parsed) = parse_memory_content(&raw, &key, kind, self.roots.keep_comments) else { return };
         if js_trim(&parsed.content).is_empty() {
             return;
         }
@@ -140,7 +140,7 @@ impl<'r> Loader<'r> {
         out: &mut Vec<MemoryFile>,
     ) {
         let dir = normalize(dir);
-        if visited.contains(&dir) {
+        if visited.contains(&dir) || self.roots.no_rules {
             return;
         }
         let r = match self.fs.resolve(&dir) {
@@ -188,7 +188,9 @@ impl<'r> Loader<'r> {
             Ok(t) => t,
             Err(e) => return self.warn(&path, format!("not loaded: {e}")),
         };
-        let Some(parsed) = parse_memory_content(&raw, &path, MemoryKind::AutoMemory) else { return };
+        let Some(parsed) = parse_memory_content(&raw, &path, MemoryKind::AutoMemory, self.roots.keep_comments) else {
+            return;
+        };
         if self.processed.insert(path.clone()) {
             out.push(MemoryFile {
                 path,
@@ -224,8 +226,9 @@ struct Parsed {
 }
 
 /// Claude Code's `parseMemoryFileContent`: extension check, frontmatter,
-/// comment stripping (and MEMORY.md truncation). None for a non-text file.
-fn parse_memory_content(raw: &str, path: &str, kind: MemoryKind) -> Option<Parsed> {
+/// comment stripping unless `keep_comments` (and MEMORY.md truncation). None
+/// for a non-text file.
+fn parse_memory_content(raw: &str, path: &str, kind: MemoryKind, keep_comments: bool) -> Option<Parsed> {
     let ext = extname(path).to_ascii_lowercase();
     if !ext.is_empty() && !TEXT_EXTENSIONS.contains(&ext.as_str()) {
         return None;
@@ -233,7 +236,8 @@ fn parse_memory_content(raw: &str, path: &str, kind: MemoryKind) -> Option<Parse
     let (body, globs) = parse_frontmatter_paths(raw);
     let lexed = body.replace("\r\n", "\n").replace('\r', "\n");
     let blocks = scan_blocks(&lexed);
-    let mut content = if body.contains("<!--") { strip_comments(&lexed, &blocks) } else { body.to_owned() };
+    let strip = body.contains("<!--") && !keep_comments;
+    let mut content = if strip { strip_comments(&lexed, &blocks) } else { body.to_owned() };
     if kind == MemoryKind::AutoMemory {
         content = truncate_entrypoint(&content);
     }

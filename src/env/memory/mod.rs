@@ -271,6 +271,11 @@ pub struct MemoryRoots {
     /// The canonical git root when it is not the cwd: the auto-memory slug is
     /// made from it. None = the cwd.
     pub project_root: Option<String>,
+    /// HTML comments are kept in the contents, as 1.0.x and 2.0.x send
+    /// them. Default false (stripped).
+    pub keep_comments: bool,
+    /// No `.claude/rules` directory is read (1.0.x). Default false.
+    pub no_rules: bool,
 }
 
 impl MemoryRoots {
@@ -286,6 +291,8 @@ impl MemoryRoots {
             external_includes_approved: false,
             auto_memory: true,
             project_root: None,
+            keep_comments: false,
+            no_rules: false,
         }
     }
 
@@ -448,11 +455,21 @@ impl Memory {
     /// `# claudeMd\n` and `\n# currentDate` of the first request) and
     /// cc-2.1.328/*/ (the `instructions` attachment).
     pub fn render_claude_md(&self) -> Option<String> {
+        self.render_claude_md_as(true)
+    }
+
+    /// [`Memory::render_claude_md`] with each file's content trimmed or, as
+    /// 1.0.x and 2.0.x send it, as written (`trim` false: `Be terse.\n` then
+    /// the `\n\n` that joins the files).
+    pub fn render_claude_md_as(&self, trim: bool) -> Option<String> {
         let parts: Vec<String> = self
             .files
             .iter()
             .filter(|f| !f.content.is_empty())
-            .map(|f| format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), js_trim(&f.content)))
+            .map(|f| {
+                let content = if trim { js_trim(&f.content) } else { f.content.as_str() };
+                format!("Contents of {} ({}):\n\n{content}", f.path, f.kind.description())
+            })
             .collect();
         if parts.is_empty() {
             return None;
