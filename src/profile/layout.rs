@@ -57,6 +57,11 @@ pub struct Layout {
     /// `metadata`, in the profile's `params` order (1.0.128: `temperature`,
     /// the body's third key).
     pub params_before_system: Vec<String>,
+    /// What joins an appended system prompt and the system context that
+    /// follows it, when not the `\n\n` between sections (1.0.128, 2.0.77:
+    /// `\n`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub append_context_joiner: Option<String>,
 }
 
 fn one() -> usize {
@@ -80,6 +85,7 @@ impl Default for Layout {
             system_message_params: Vec::new(),
             message_breakpoints: one(),
             params_before_system: Vec::new(),
+            append_context_joiner: None,
         }
     }
 }

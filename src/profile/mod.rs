@@ -22,7 +22,7 @@
 //! extracted_from (path | null), notes,
 //! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder"),
 //!          header_block (default true)},
-//! cli_prefix {default, sdk, sdk_with_append},
+//! cli_prefix {default, sdk, sdk_with_append, sdk_with_custom (optional)},
 //! prompt {static_sections [..], dynamic_sections [..templates..]},
 //! git_status {text (template), clean, max_status_chars, truncated_note} | null,
 //! user_context {head, claude_md, current_date, fixed_sections (default []), tail} | null,
@@ -153,6 +153,10 @@ pub struct CliPrefixes {
     pub sdk: String,
     /// Non-interactive sessions with an appended system prompt.
     pub sdk_with_append: String,
+    /// Non-interactive sessions with a custom system prompt, when not
+    /// `sdk` (1.0.128: the `sdk_with_append` text of later releases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_with_custom: Option<String>,
 }
 
 /// The default system prompt.

@@ -28,8 +28,39 @@ fn verify_scenario(release: &str, scenario: &str, extra: &[&str]) -> (Option<i32
 
 /// `verify --mode pipeline` of a fixture with `profile` and its own env.
 fn verify_pipeline(release: &str, scenario: &str, profile: &str) -> (Option<i32>, Value) {
+    verify_pipeline_with(release, scenario, profile, &[])
+}
+
+fn verify_pipeline_with(release: &str, scenario: &str, profile: &str, extra: &[&str]) -> (Option<i32>, Value) {
     let env = format!("{F}/{release}/{scenario}/env");
-    verify_scenario(release, scenario, &["--mode", "pipeline", "--profile", profile, "--env", &env])
+    let mut args = vec!["--mode", "pipeline", "--profile", profile, "--env", &env];
+    args.extend_from_slice(extra);
+    verify_scenario(release, scenario, &args)
+}
+
+/// The what-if flags that give a fixture's session the system prompt its
+/// CLI was run with (scenario.json's args; a transcript does not hold it):
+/// `--system-prompt X` as a file in `dir`.
+fn prompt_flags(release: &str, scenario: &str, dir: &std::path::Path) -> Vec<String> {
+    let sc: Value =
+        serde_json::from_slice(&std::fs::read(format!("{F}/{release}/{scenario}/scenario.json")).unwrap()).unwrap();
+    let args: Vec<String> = sc["steps"][0]["args"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for w in args.windows(2) {
+        match w[0].as_str() {
+            "--append-system-prompt" => out.extend(["--append-system-prompt".to_string(), w[1].clone()]),
+            "--system-prompt" => {
+                let f = dir.join(format!("{release}-{scenario}-prompt.txt"));
+                std::fs::write(&f, &w[1]).unwrap();
+                out.extend(["--system-prompt-file".to_string(), f.to_string_lossy().into_owned()]);
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// [wire_requests, wire_compared, wire_byte_equal, wire_unmatched, wire_side_calls].
@@ -58,15 +89,20 @@ fn read_profile(path: &str) -> Value {
     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
-/// The captures a release's profile is extracted from.
+/// The captures a release's profile is extracted from (those run with a
+/// custom or appended prompt show only how the prompt changes).
 const PROFILE_FROM: &[&str] = &["hello", "bash-tool", "memory-files"];
 
-/// Every fixture of `release`: exit 0 and exactly these counts.
-fn golden(release: &str, want: &[(&str, [u64; 5])]) {
+/// Every fixture of `release`: exit 0 and exactly these counts, with one
+/// profile from [`PROFILE_FROM`] and `variants`.
+fn golden(release: &str, variants: &[&str], want: &[(&str, [u64; 5])]) {
     let tmp = tempfile::tempdir().unwrap();
-    let profile = extracted(release, PROFILE_FROM, tmp.path());
+    let from: Vec<&str> = PROFILE_FROM.iter().chain(variants).copied().collect();
+    let profile = extracted(release, &from, tmp.path());
     for (scenario, counts_want) in want {
-        let (code, v) = verify_pipeline(release, scenario, &profile);
+        let flags = prompt_flags(release, scenario, tmp.path());
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (code, v) = verify_pipeline_with(release, scenario, &profile, &flags);
         assert_eq!((code, counts(&v)), (Some(0), *counts_want), "{release}/{scenario}: {v}");
         assert_eq!(v["mismatches"], Value::Array(vec![]), "{release}/{scenario}");
     }
@@ -79,12 +115,14 @@ fn issue_12_every_1_0_128_conversation_request_is_byte_equal() {
     // summary and bash-tool's command-path extraction.
     golden(
         "cc-1.0.128",
+        &["append-system-prompt", "custom-system-prompt"],
         &[
             ("hello", [1, 1, 1, 0, 1]),
             ("bash-tool", [2, 2, 2, 0, 2]),
             ("parallel-tools", [2, 2, 2, 0, 2]),
-            ("thinking", [2, 2, 2, 0, 2]),
             ("memory-files", [2, 2, 2, 0, 1]),
+            ("append-system-prompt", [1, 1, 1, 0, 1]),
+            ("custom-system-prompt", [1, 1, 1, 0, 1]),
         ],
     );
 }
@@ -95,7 +133,13 @@ fn issue_12_every_2_0_77_conversation_request_is_byte_equal() {
     // agent files hold the prompt but no reply: still sent, still rebuilt).
     golden(
         "cc-2.0.77",
-        &[("hello", [4, 4, 4, 0, 1]), ("bash-tool", [5, 5, 5, 0, 2]), ("memory-files", [5, 5, 5, 0, 1])],
+        &["append-system-prompt"],
+        &[
+            ("hello", [4, 4, 4, 0, 1]),
+            ("bash-tool", [5, 5, 5, 0, 2]),
+            ("memory-files", [5, 5, 5, 0, 1]),
+            ("append-system-prompt", [2, 2, 2, 0, 1]),
+        ],
     );
 }
 
@@ -136,6 +180,40 @@ fn issue_12_profile_extract_detects_the_1_0_128_era() {
     }
     assert!(p["git_status"]["text"].as_str().unwrap().contains("\nCurrent branch: {{branch}}\n"));
     assert!(p.get("agents").is_none(), "1.0.128 warms no agent up");
+}
+
+#[test]
+fn issue_12_captures_run_with_a_custom_or_appended_prompt_teach_its_form() {
+    // env.json's argv names the prompt; the capture shows the CLI prefix
+    // that goes with it and how the appended text meets gitStatus.
+    let tmp = tempfile::tempdir().unwrap();
+    let from = ["hello", "append-system-prompt", "custom-system-prompt"];
+    let p = read_profile(&extracted("cc-1.0.128", &from, tmp.path()));
+    let c = &p["cli_prefix"];
+    assert_eq!(c["sdk_with_append"], c["sdk"], "1.0.128: an appended prompt keeps the -p prefix");
+    assert_eq!(
+        c["sdk_with_custom"],
+        "You are Claude Code, Anthropic's official CLI for Claude, running within the Claude Agent SDK."
+    );
+    assert_eq!(p["layout"]["append_context_joiner"], "\n");
+    let q = read_profile(&extracted("cc-2.0.77", &["hello", "append-system-prompt"], tmp.path()));
+    assert_eq!(q["cli_prefix"]["sdk_with_append"], c["sdk_with_custom"]);
+    assert!(q["cli_prefix"].get("sdk_with_custom").is_none(), "2.0.77: a custom prompt keeps the -p prefix");
+    assert_eq!(q["layout"]["append_context_joiner"], "\n");
+    // Without a capture of its own, a profile cannot be made from them.
+    let o = crate::common::ctxasm(&[
+        "profile",
+        "extract",
+        &format!("{F}/cc-1.0.128/custom-system-prompt/wire.jsonl"),
+        "--env",
+        &format!("{F}/cc-1.0.128/custom-system-prompt/env"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no capture given without"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -101,8 +101,18 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
 /// one message shows no second breakpoint): their layout choices, user
 /// context, gitStatus and skills templates and models.
 pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profile, ProfileError> {
-    let Some(((first, env), rest)) = captures.split_first() else {
-        return Err(err(Path::new("-"), "no capture given"));
+    // A capture run with --system-prompt or --append-system-prompt (its
+    // env's argv says) shows only how the prompt changes: applied last.
+    let choice = |env: &Option<&SessionEnv>| {
+        env.and_then(|e| e.argv.first()).map(|a| PromptChoice::from_args(a)).unwrap_or_default()
+    };
+    let (variants, plain): (Vec<_>, Vec<_>) =
+        captures.iter().partition(|(_, e)| choice(e).custom.is_some() || choice(e).append.is_some());
+    let Some(((first, env), rest)) = plain.split_first() else {
+        return Err(err(
+            captures.first().map_or(Path::new("-"), |c| c.0),
+            "no capture given without --system-prompt or --append-system-prompt",
+        ));
     };
     let mut merged = extract(first, *env)?;
     for (path, env) in rest {
@@ -118,7 +128,49 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
         }
         merge(&mut merged, other);
     }
+    for (path, env) in variants {
+        prompt_variant(&mut merged, path, &choice(&env))?;
+    }
     Ok(merged)
+}
+
+/// What a capture run with a custom or appended system prompt shows: its
+/// CLI prefix (1.0.128: a custom prompt's is the one later releases give an
+/// appended prompt) and what joins the appended text to the gitStatus
+/// section after it (1.0.128, 2.0.77: `\n`).
+fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Result<(), ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+    let req = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.pointer("/body/messages").is_some())
+        .ok_or_else(|| err(path, "no /v1/messages request"))?;
+    let cap = from_wire(path, &req)?;
+    if cap.version != into.version {
+        return Err(err(
+            path,
+            format!("is a capture of {}, not {}: one profile is one release", cap.version, into.version),
+        ));
+    }
+    let block = |i: usize| cap.system.get(i).and_then(|b| b.get("text")).and_then(Value::as_str).unwrap_or("");
+    let prefix = block(0).to_string();
+    if choice.custom.is_some() {
+        into.cli_prefix.sdk_with_custom = (prefix != into.cli_prefix.sdk).then_some(prefix);
+    } else if let Some(a) = &choice.append {
+        into.cli_prefix.sdk_with_append = prefix;
+        let prompt: Vec<&str> = (1..cap.system.len()).map(block).collect();
+        let prompt = prompt.join("\n\n");
+        let joiner =
+            prompt.rsplit_once(a.as_str()).and_then(|(_, after)| after.split_once("gitStatus: ")).map(|(j, _)| j);
+        if let Some(j) = joiner.filter(|j| *j != "\n\n" && j.chars().all(|c| c == '\n')) {
+            into.layout.append_context_joiner = Some(j.to_string());
+            into.layout.name = format!("cc-{}", into.version);
+        }
+    }
+    if let Some(p) = into.extracted_from.take() {
+        into.extracted_from = Some(format!("{p}, {}", path.display()));
+    }
+    Ok(())
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.

@@ -28,7 +28,7 @@
 use super::contexts::{SystemContext, UserContext, contexts, render_user_context, skills_listing};
 use super::plan::{Extras, Plan, ShapeEdits, SystemSource};
 use super::system_blocks::system_blocks;
-use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
+use super::system_prompt::{PromptChoice, cli_prefix, cli_prefix_of, effective_system_prompt};
 use crate::corpus::Session;
 use crate::diag::DiagKind;
 use crate::env::SessionEnv;
@@ -148,7 +148,8 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(self.profile.memory.trim));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
-        if self.profile.has_prompt_text() && self.overrides.system_prompt.is_none() {
+        // The agents keep their own prompts whatever the main one is.
+        if self.profile.has_prompt_text() {
             plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx);
         }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
@@ -227,7 +228,7 @@ impl Setup {
         } else {
             choice.custom.iter().chain(choice.append.iter()).cloned().collect()
         };
-        let prefix = cli_prefix(p, facts.non_interactive, choice.append.is_some());
+        let prefix = cli_prefix_of(p, facts.non_interactive, choice.append.is_some(), choice.custom.is_some());
         let blocks = system_blocks("", prefix, &sections, p);
         let tools = self
             .overrides
