@@ -223,6 +223,10 @@ pub fn verify(
             .unwrap_or_default();
         r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
         let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
+        // The user texts, for the captured sessions no transcript is named
+        // after (a 1.0.x resume's side calls carry a session id of their own).
+        let held: Vec<String> =
+            if wire.is_some() { user_texts(session).into_iter().map(str::to_string).collect() } else { Vec::new() };
         let captured: Option<Vec<&WireRequest>> = captured.map(|all| {
             let texts = user_texts(session);
             let (conversation, side): (Vec<&WireRequest>, Vec<&WireRequest>) =
@@ -244,14 +248,16 @@ pub fn verify(
                 .collect();
             compare(&mut r, &session_id, &rec.requests, &bodies, captured);
         }
-        (r, session_id)
+        (r, session_id, held)
     });
     let mut total = VerifyReport { with_wire: wire.is_some(), ..VerifyReport::default() };
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
     for res in results {
         let r = match res {
-            Ok((r, sid)) => {
+            Ok((r, sid, texts)) => {
                 seen.insert(sid);
+                held.extend(texts);
                 r
             }
             Err(d) => {
@@ -274,15 +280,23 @@ pub fn verify(
         wire.into_iter().flatten().filter(|(sid, _)| !seen.contains(*sid)).collect();
     unseen.sort_by_key(|(sid, _)| *sid);
     for (sid, reqs) in unseen {
-        unmatched_session(&mut total, sid, reqs);
+        unmatched_session(&mut total, sid, reqs, &held);
     }
     total
 }
 
 /// A capture's requests of a session no transcript holds (or whose
-/// `user_id` names none): each is unmatched.
-fn unmatched_session(total: &mut VerifyReport, sid: &str, reqs: &[WireRequest]) {
-    let mut lines: Vec<usize> = reqs.iter().map(|w| w.line).collect();
+/// `user_id` names none): each is unmatched, but for the side calls (no
+/// text of its first message is a user text of any transcript read).
+fn unmatched_session(
+    total: &mut VerifyReport,
+    sid: &str,
+    reqs: &[WireRequest],
+    held: &std::collections::HashSet<String>,
+) {
+    let conversation = |w: &&WireRequest| w.first_texts.iter().any(|t| held.contains(t.trim_end()));
+    total.wire_side_calls += reqs.iter().filter(|w| !conversation(w)).count() as u64;
+    let mut lines: Vec<usize> = reqs.iter().filter(conversation).map(|w| w.line).collect();
     lines.sort_unstable();
     for line in lines {
         total.wire_requests += 1;

@@ -287,6 +287,17 @@ fn nothing_compared_is_not_clean() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("is in no transcript read"), "{text}");
     assert!(text.contains("verify: MISMATCH"), "{text}");
+    // Of that session, the request whose prompt a transcript read holds
+    // ("hello") is unmatched; the git-history call is a side call.
+    let out = crate::common::ctxasm(&[
+        "verify",
+        "tests/fixtures/cc-2.1.328/hello/transcripts",
+        "--wire",
+        "tests/fixtures/cc-1.0.128/hello/wire.jsonl",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((out.status.code(), counts(&v)), (Some(1), [1, 0, 0, 1, 1]), "{v}");
 }
 
 #[test]
