@@ -284,6 +284,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn allowed_tools_of_the_first_process() {
+        let argv = |a: &[&[&str]]| a.iter().map(|p| p.iter().map(|s| s.to_string()).collect()).collect();
+        let mut env =
+            SessionEnv { argv: argv(&[&["-p", "--allowedTools", "Bash,Read", "--", "x"]]), ..SessionEnv::default() };
+        // parallel-tools: `Bash,Read`, listed `Bash, Read` in 1.0.128's prompt.
+        assert_eq!(env.allowed_tools(), ["Bash", "Read"]);
+        env.argv = argv(&[&["--allowedTools", "Bash", "Edit", "-p"], &["--allowedTools", "Read"]]);
+        assert_eq!(env.allowed_tools(), ["Bash", "Edit"]);
+        env.argv = argv(&[&["-p"]]);
+        assert!(env.allowed_tools().is_empty());
+    }
+
+    #[test]
     fn reads_a_captured_env_dir() {
         let env = SessionEnv::from_dir(Path::new("tests/fixtures/cc-2.1.88/memory-files/env")).unwrap();
         assert_eq!(env.cwd, "/home/dev/projects/memory-files");

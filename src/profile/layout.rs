@@ -62,6 +62,12 @@ pub struct Layout {
     /// `\n`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub append_context_joiner: Option<String>,
+    /// In a `--continue` process, a user message of one plain text block is
+    /// sent as that block, not as a string (2.0.77 `resume-multi-prompt`:
+    /// the first prompt is a string in the `--resume` process, a block in
+    /// the `--continue` one; 1.0.128 likewise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub user_text_as_blocks: bool,
 }
 
 fn one() -> usize {
@@ -86,6 +92,7 @@ impl Default for Layout {
             message_breakpoints: one(),
             params_before_system: Vec::new(),
             append_context_joiner: None,
+            user_text_as_blocks: false,
         }
     }
 }

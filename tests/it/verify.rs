@@ -92,6 +92,9 @@ fn read_profile(path: &str) -> Value {
 /// The captures a release's profile is extracted from (those run with a
 /// custom or appended prompt show only how the prompt changes).
 const PROFILE_FROM: &[&str] = &["hello", "bash-tool", "memory-files"];
+/// 1.0.128's resumed session shows what its other captures cannot: a
+/// `--continue` process sends the earlier prompts as blocks.
+const RESUME: &str = "resume-multi-prompt";
 
 /// Every fixture of `release`: exit 0 and exactly these counts, with one
 /// profile from [`PROFILE_FROM`] and `variants`.
@@ -112,14 +115,17 @@ fn golden(release: &str, variants: &[&str], want: &[(&str, [u64; 5])]) {
 fn issue_12_every_1_0_128_conversation_request_is_byte_equal() {
     // One main request per model call (none of 1.0.128's requests come
     // from a transcript's agent file); the side calls are the git-history
-    // summary and bash-tool's command-path extraction.
+    // summary, the command-path extraction and the title generation.
     golden(
         "cc-1.0.128",
-        &["append-system-prompt", "custom-system-prompt"],
+        &[RESUME, "append-system-prompt", "custom-system-prompt"],
         &[
             ("hello", [1, 1, 1, 0, 1]),
             ("bash-tool", [2, 2, 2, 0, 2]),
-            ("parallel-tools", [2, 2, 2, 0, 2]),
+            // Three processes, the third without --allowedTools (so without
+            // the prompt's allowed-tools line); the side calls of the
+            // resumed processes carry session ids of their own.
+            (RESUME, [4, 4, 4, 0, 7]),
             ("memory-files", [2, 2, 2, 0, 1]),
             ("append-system-prompt", [1, 1, 1, 0, 1]),
             ("custom-system-prompt", [1, 1, 1, 0, 1]),

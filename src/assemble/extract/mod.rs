@@ -92,6 +92,23 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    // A user message of one plain text block sent as an array (not the
+    // string later releases send) in a request with tools (not a side call).
+    let lone_block = |m: &Value| {
+        m["role"] == "user"
+            && m.get("content").and_then(Value::as_array).is_some_and(|c| {
+                c.len() == 1 && c[0]["type"] == "text" && c[0].as_object().is_some_and(|o| o.len() == 2)
+            })
+    };
+    let kept = lines
+        .iter()
+        .filter(|v| v.pointer("/body/tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()))
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .any(|ms| ms.iter().any(lone_block));
+    if wire.is_some() && kept {
+        profile.layout.user_text_as_blocks = true;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
     Ok(profile)
 }
 
@@ -180,6 +197,7 @@ fn merge(into: &mut Profile, other: Profile) {
     l.system_context_in_prompt |= o.system_context_in_prompt;
     l.user_context_message |= o.user_context_message;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
+    l.user_text_as_blocks |= o.user_text_as_blocks;
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }

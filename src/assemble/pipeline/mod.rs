@@ -43,6 +43,7 @@ pub mod normalize;
 pub mod pairing;
 mod pieces;
 pub mod plan;
+mod processes;
 pub mod projection;
 mod reminders;
 pub mod report;
@@ -113,12 +114,20 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
         let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
         breakpoints::add_cache_breakpoints(bump, &mut messages, cx.statics.cache_control, cx.plan.message_breakpoints);
-        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
+        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps_blocks(cx, first));
         match system::select_system(cx, &mut st, first) {
             Ok(system) => out.requests.push(body::build_request(cx, n, first, messages, system, header.as_deref())),
             Err(d) => out.diagnostics.push(d),
         }
     }
+}
+
+/// Whether the turn's user messages keep their blocks: a main-chain turn of
+/// a `--continue` process in a layout that says so (`processes.rs`).
+fn keeps_blocks(cx: &ChainCtx<'_, '_>, first: usize) -> bool {
+    cx.plan.user_text_as_blocks
+        && cx.agent_id.is_none()
+        && cx.plan.continue_processes.get(processes::process_of(cx.entries, first)).copied().unwrap_or(false)
 }
 
 /// Add one request's repairs to the session's counts.

@@ -79,10 +79,19 @@ pub struct Plan {
     /// Param names sent between `messages` and `system` (1.0.x:
     /// `temperature`).
     pub params_before_system: Vec<String>,
+    /// User messages keep their one text block in a `--continue` process
+    /// (1.0.x, 2.0.x)…
+    pub user_text_as_blocks: bool,
+    /// …which these are (by process, from the snapshot's argv).
+    pub continue_processes: Vec<bool>,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
     /// The warmed-up agents' system sides (2.0.x), in the profile's order.
     pub agents: Vec<super::agent::AgentPlan>,
+    /// The main chain's system blocks of each CLI process whose arguments
+    /// render them otherwise than the first's (by process; `None`: the
+    /// session's).
+    pub process_systems: Vec<Option<Vec<serde_json::Value>>>,
 }
 
 impl Plan {
@@ -106,8 +115,11 @@ impl Plan {
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
             params_before_system: l.params_before_system.clone(),
+            user_text_as_blocks: l.user_text_as_blocks,
+            continue_processes: Vec::new(),
             model: None,
             agents: Vec::new(),
+            process_systems: Vec::new(),
         }
     }
 
@@ -159,7 +171,12 @@ pub(crate) struct Statics<'a> {
     pub(crate) rules: Rules<'a>,
     /// The warmed-up agents' system sides, as [`Plan::agents`].
     pub(crate) agents: Vec<super::agent::AgentStatics<'a>>,
+    /// [`Plan::process_systems`] as nodes and keys.
+    pub(crate) process_systems: Vec<Option<SystemNodes<'a>>>,
 }
+
+/// System blocks as arena nodes and their segment keys.
+pub(crate) type SystemNodes<'a> = (Vec<&'a Json<'a>>, Vec<Option<u128>>);
 
 /// The segment key of a value: xxh3-128 of its bytes.
 pub(crate) fn content_key(v: &Json<'_>) -> u128 {
@@ -198,6 +215,17 @@ impl<'a> Statics<'a> {
                 attachments_into_tool_result: plan.attachments_into_tool_result,
             },
             agents: plan.agents.iter().map(|a| super::agent::AgentStatics::new(bump, a)).collect(),
+            process_systems: plan
+                .process_systems
+                .iter()
+                .map(|p| {
+                    p.as_ref().map(|blocks| {
+                        let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
+                        let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+                        (nodes, keys)
+                    })
+                })
+                .collect(),
         }
     }
 }

@@ -148,6 +148,10 @@ impl Setup {
         let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(self.profile.memory.trim));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
+        plan.process_systems = self.process_systems(session, &facts, &choice, &sys_ctx);
+        if facts.non_interactive {
+            plan.continue_processes = facts.env.argv.iter().map(|a| a.iter().any(|x| x == "--continue")).collect();
+        }
         // The agents keep their own prompts whatever the main one is.
         if self.profile.has_prompt_text() {
             plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx);
@@ -240,6 +244,38 @@ impl Setup {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
             tools: Some(Value::Array(tools)),
         }
+    }
+
+    /// The system blocks of each later `-p` process whose arguments render
+    /// them otherwise (`processes.rs`).
+    fn process_systems(
+        &self,
+        session: &Session<'_, '_>,
+        facts: &SessionFacts,
+        choice: &PromptChoice,
+        sys_ctx: &SystemContext,
+    ) -> Vec<Option<Vec<Value>>> {
+        let env = &facts.env;
+        if !facts.non_interactive || !self.profile.has_prompt_text() || self.profile.allowed_tools.is_none() {
+            return Vec::new();
+        }
+        let first = env.allowed_tools();
+        let mut out: Vec<Option<Vec<Value>>> = (0..env.argv.len())
+            .map(|k| {
+                let env_k = super::processes::env_of(env, k);
+                (env_k.allowed_tools() != first).then(|| {
+                    let f = SessionFacts { env: env_k, model: facts.model.clone(), ..*facts };
+                    match self.rendered_system(session, &f, choice, sys_ctx) {
+                        SystemSource::Rendered { blocks, .. } => blocks,
+                        SystemSource::SessionShape(_) => Vec::new(),
+                    }
+                })
+            })
+            .collect();
+        if out.iter().all(Option::is_none) {
+            out.clear();
+        }
+        out
     }
 
     /// The pieces the layout adds that the transcript does not hold.
