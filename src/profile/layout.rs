@@ -68,6 +68,11 @@ pub struct Layout {
     /// the `--continue` one; 1.0.128 likewise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub user_text_as_blocks: bool,
+    /// Consecutive user messages are merged without the `\n` later
+    /// releases append to the earlier one's last text (2.0.77 `skill`: the
+    /// command message and the skill's text).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub merge_without_newline: bool,
 }
 
 fn one() -> usize {
@@ -93,6 +98,7 @@ impl Default for Layout {
             params_before_system: Vec::new(),
             append_context_joiner: None,
             user_text_as_blocks: false,
+            merge_without_newline: false,
         }
     }
 }

@@ -193,10 +193,64 @@ pub(super) fn transcripts_beside(wire: &Path) -> Vec<String> {
     out
 }
 
+/// Whether the capture merges consecutive user messages without the `\n`
+/// later releases append: a request (with tools) sends a transcript's
+/// string prompt as it is, followed by another block of the same message
+/// (a string prompt is one block, so the next was merged into it), and no
+/// request sends one with the `\n` appended.
+pub(super) fn merges_without_newline(lines: &[Value], held: &[String]) -> bool {
+    let mut prompts: Vec<String> = Vec::new();
+    for line in held.iter().flat_map(|t| t.lines()) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        if v["type"] == "user"
+            && let Some(s) = v.pointer("/message/content").and_then(Value::as_str)
+        {
+            prompts.push(s.to_string());
+        }
+    }
+    let (mut without, mut with) = (false, false);
+    let requests =
+        lines.iter().filter(|v| v.pointer("/body/tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()));
+    for ms in requests.filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)) {
+        for c in ms.iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_array()) {
+            for b in c.iter().take(c.len().saturating_sub(1)) {
+                let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
+                without |= prompts.iter().any(|p| p == t);
+                with |= t.strip_suffix('\n').is_some_and(|s| prompts.iter().any(|p| p == s));
+            }
+        }
+    }
+    without && !with
+}
+
 /// Whether `text` is written in one of the transcripts (JSON-escaped, as
 /// a transcript line holds it).
 pub(super) fn held_by(held: &[String], text: &str) -> bool {
     let escaped = serde_json::to_string(text).unwrap_or_default();
     let inner = escaped.trim_start_matches('"').trim_end_matches('"');
     !inner.is_empty() && held.iter().any(|t| t.contains(inner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request whose first message is the transcript's string prompt
+    /// followed by the skill's text (2.0.77 `skill`), or the same with the
+    /// `\n` later releases append.
+    fn lines(first: &str) -> Vec<Value> {
+        vec![serde_json::json!({"body": {"tools": [{"name": "Bash"}], "messages": [{"role": "user", "content": [
+            {"type": "text", "text": first}, {"type": "text", "text": "Base directory for this skill: /p"}
+        ]}]}})]
+    }
+
+    #[test]
+    fn merges_without_newline_as_the_capture_shows() {
+        let held = vec![
+            r#"{"type":"user","message":{"role":"user","content":"<command-name>greet</command-name>"}}"#.to_string(),
+        ];
+        assert!(merges_without_newline(&lines("<command-name>greet</command-name>"), &held));
+        assert!(!merges_without_newline(&lines("<command-name>greet</command-name>\n"), &held));
+        assert!(!merges_without_newline(&lines("not held"), &held));
+    }
 }

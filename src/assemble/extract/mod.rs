@@ -109,6 +109,10 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
         profile.layout.user_text_as_blocks = true;
         profile.layout.name = format!("cc-{}", profile.version);
     }
+    if wire.is_some() && merges_without_newline(&lines, &held) {
+        profile.layout.merge_without_newline = true;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
     Ok(profile)
 }
 
@@ -198,6 +202,7 @@ fn merge(into: &mut Profile, other: Profile) {
     l.user_context_message |= o.user_context_message;
     l.message_breakpoints = l.message_breakpoints.max(o.message_breakpoints);
     l.user_text_as_blocks |= o.user_text_as_blocks;
+    l.merge_without_newline |= o.merge_without_newline;
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }

@@ -61,6 +61,9 @@ pub struct Rules<'a> {
     /// to that result: the result without trailing whitespace, then each
     /// text after `"\n\n"` (memory-files and long-session captures).
     pub attachments_into_tool_result: bool,
+    /// 2.0.77: merged user messages are concatenated as they are (no `"\n"`
+    /// appended to the earlier one).
+    pub merge_without_newline: bool,
 }
 
 /// What normalization dropped or merged.
@@ -311,7 +314,8 @@ fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>,
         }
         return;
     }
-    if let Some(last) = prev.last_mut()
+    if !rules.merge_without_newline
+        && let Some(last) = prev.last_mut()
         && last.get_str("type") == Some("text")
         && let Some(text) = last.get_str("text")
         && let Some(v) = with_member(bump, last, "text", Json::Str(bump.alloc_str(&format!("{text}\n"))))

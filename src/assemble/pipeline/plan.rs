@@ -79,6 +79,8 @@ pub struct Plan {
     /// Param names sent between `messages` and `system` (1.0.x:
     /// `temperature`).
     pub params_before_system: Vec<String>,
+    /// Merged user messages get no `\n` (2.0.77).
+    pub merge_without_newline: bool,
     /// User messages keep their one text block in a `--continue` process
     /// (1.0.x, 2.0.x)…
     pub user_text_as_blocks: bool,
@@ -116,6 +118,7 @@ impl Plan {
             message_breakpoints: l.message_breakpoints,
             params_before_system: l.params_before_system.clone(),
             user_text_as_blocks: l.user_text_as_blocks,
+            merge_without_newline: l.merge_without_newline,
             continue_processes: Vec::new(),
             model: None,
             agents: Vec::new(),
@@ -213,6 +216,7 @@ impl<'a> Statics<'a> {
                 system_message_extra: system_extra,
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
+                merge_without_newline: plan.merge_without_newline,
             },
             agents: plan.agents.iter().map(|a| super::agent::AgentStatics::new(bump, a)).collect(),
             process_systems: plan

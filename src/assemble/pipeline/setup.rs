@@ -291,7 +291,9 @@ impl Setup {
         let l = &p.layout;
         // The wire texts end with the "\n" the merge of consecutive user
         // messages appends (normalize rule 4).
-        let unmerge = |t: String| t.strip_suffix('\n').map(str::to_string).unwrap_or(t);
+        // (A layout that merges without it has none to take back.)
+        let newline = !l.merge_without_newline;
+        let unmerge = |t: String| t.strip_suffix('\n').filter(|_| newline).map(str::to_string).unwrap_or(t);
         if l.user_context_message {
             let uc = render_user_context(p, user_ctx);
             extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
