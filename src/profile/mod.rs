@@ -32,7 +32,7 @@
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
 //! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null),
 //! agents [{warmup, model, prefix, prompt, git_status, tools, betas}] (only when there are some),
-//! memory {trim, strip_comments, rules (each default true)}
+//! memory {trim, strip_comments, rules (each default true)}, skills_note (optional)
 //! ```
 
 mod agent;
@@ -269,10 +269,13 @@ pub const DYNAMIC_VARS: &[&str] = &[
     "date",
     "allowed_tools",
     "is_git_yes_no",
+    "skills_note",
 ];
 /// Variables of the tool descriptions: `month_year` is the session date's
-/// month, `November 2026` (WebSearch: "The current month is …").
-pub const TOOL_VARS: &[&str] = &["month_year"];
+/// month, `November 2026` (WebSearch: "The current month is …"); `skills`
+/// the session's skills, one `- name: description` line each (2.0.77's
+/// Skill tool: "Available skills:").
+pub const TOOL_VARS: &[&str] = &["month_year", "skills"];
 
 /// Variables of the gitStatus template.
 pub const GIT_VARS: &[&str] = &["branch", "main_branch", "status", "recent_commits", "git_user"];
@@ -356,6 +359,11 @@ pub struct Profile {
     /// How the claudeMd text is made from the memory files.
     #[serde(default)]
     pub memory: MemoryStyle,
+    /// Text the prompt holds only when the session has skills on disk, as
+    /// the `{{skills_note}}` dynamic variable (2.0.77: the `/<skill-name>`
+    /// line); found by comparing a capture with skills to one without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills_note: Option<String>,
 }
 
 /// How a release renders the memory files into the claudeMd text.
@@ -478,20 +486,31 @@ impl Profile {
     /// The tools for a session on `date` (`YYYY-MM-DD`): [`TOOL_VARS`]
     /// rendered; a tool without one is cloned as it is.
     pub fn render_tools(&self, date: Option<&str>) -> Vec<Value> {
-        let my = date.and_then(month_year);
-        self.tools
-            .iter()
-            .map(|t| {
-                let text = t.to_string();
-                if !text.contains("{{month_year}}") {
-                    return t.clone();
-                }
-                let rendered = template::render(&text, &[("month_year", my.as_deref())]);
-                serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
-            })
-            .collect()
+        render_tool_list(&self.tools, date, "")
     }
+}
 
+/// `tools` with [`TOOL_VARS`] rendered: the month of `date`, the `skills`
+/// lines (JSON-escaped into the text they sit in); a tool without a
+/// variable is cloned as it is.
+pub fn render_tool_list(tools: &[Value], date: Option<&str>, skills: &str) -> Vec<Value> {
+    let my = date.and_then(month_year);
+    let escaped = serde_json::to_string(skills).unwrap_or_default();
+    let skills = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or("");
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            if !text.contains("{{month_year}}") && !text.contains("{{skills}}") {
+                return t.clone();
+            }
+            let rendered = template::render(&text, &[("month_year", my.as_deref()), ("skills", Some(skills))]);
+            serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
+        })
+        .collect()
+}
+
+impl Profile {
     /// Variable bindings of the dynamic sections for `env` and `model_id`.
     /// A model missing from the table is named by its id and has no cutoff
     /// line.
@@ -502,9 +521,17 @@ impl Profile {
             Some(t) if !tools.is_empty() => template::render(t, &[("tools", Some(&tools.join(", ")))]),
             _ => String::new(),
         };
+        let has_skills = |d: &Option<std::path::PathBuf>, sub: &str| {
+            d.as_ref().is_some_and(|d| !crate::env::skills::skills_in(&d.join(sub)).is_empty())
+        };
+        let note = match &self.skills_note {
+            Some(n) if has_skills(&env.home_claude_dir, "") || has_skills(&env.project_dir, ".claude") => n.clone(),
+            _ => String::new(),
+        };
         DynamicVars {
             env,
             allowed,
+            note,
             slug: env.project_slug(),
             model_id,
             model_name: model.map_or(model_id, |m| m.name.as_str()),
@@ -518,6 +545,8 @@ pub struct DynamicVars<'a> {
     env: &'a crate::env::SessionEnv,
     /// The rendered allowed-tools line, or empty.
     allowed: String,
+    /// The skills note, or empty.
+    note: String,
     slug: String,
     model_id: &'a str,
     model_name: &'a str,
@@ -528,7 +557,7 @@ impl DynamicVars<'_> {
     /// Render a dynamic-section template.
     pub fn render(&self, template: &str) -> String {
         let env = self.env;
-        let vars: [template::Var<'_>; 13] = [
+        let vars: [template::Var<'_>; 14] = [
             ("cwd", Some(&env.cwd)),
             ("home", Some(&env.home)),
             ("project_slug", Some(&self.slug)),
@@ -542,6 +571,7 @@ impl DynamicVars<'_> {
             ("date", env.date.as_deref()),
             ("allowed_tools", Some(&self.allowed)),
             ("is_git_yes_no", Some(if env.is_git { "Yes" } else { "No" })),
+            ("skills_note", Some(&self.note)),
         ];
         template::render(template, &vars)
     }

@@ -139,11 +139,16 @@ fn issue_12_every_2_0_77_conversation_request_is_byte_equal() {
     // agent files hold the prompt but no reply: still sent, still rebuilt).
     golden(
         "cc-2.0.77",
-        &["append-system-prompt"],
+        &["skill", "append-system-prompt"],
         &[
             ("hello", [4, 4, 4, 0, 1]),
             ("bash-tool", [5, 5, 5, 0, 2]),
             ("memory-files", [5, 5, 5, 0, 1]),
+            // The skill's command message merged without a newline; the
+            // Skill tool of the main request and of two agents lists the
+            // session's skill, the prompt has its skills line.
+            ("skill", [4, 4, 4, 0, 1]),
+            // One Warmup reached the wire before the process ended.
             ("append-system-prompt", [2, 2, 2, 0, 1]),
         ],
     );
@@ -254,6 +259,13 @@ fn issue_12_profile_extract_learns_the_2_0_77_warmup_agents() {
         assert!(t.contains("{{cwd}}") && t.contains("{{model_id}}") && !t.contains("gitStatus:"), "{t}");
     }
     let haiku = p["models"].as_array().unwrap().iter().find(|m| m["id"] == "claude-haiku-4-5-20251001").cloned();
+    // With the skill capture: the Skill tool's list and the prompt's skills
+    // line are variables; the merge keeps three agents.
+    let q = read_profile(&extracted("cc-2.0.77", &["hello", "skill"], tmp.path()));
+    assert_eq!(q["agents"].as_array().map(Vec::len), Some(3));
+    assert!(q["tools"].to_string().contains("Available skills:\\n{{skills}}\\n"), "{}", q["tools"]);
+    assert!(q["skills_note"].as_str().unwrap().starts_with("- /<skill-name>"));
+    assert_eq!(q["layout"]["merge_without_newline"], true);
     assert_eq!(haiku.map(|m| m["knowledge_cutoff"].clone()), Some(Value::from("February 2025")));
     // hello's own profile rebuilds all four of its requests.
     let (code, v) = verify_pipeline("cc-2.0.77", "hello", &path);

@@ -76,6 +76,9 @@ pub fn extract(path: &Path, env: Option<&SessionEnv>) -> Result<Profile, Profile
             .collect();
         let facts = capture_facts(env, &texts);
         profile.agents = agents::warmup_agents(&lines, main, &held, &facts, &mut profile.models);
+        for a in &mut profile.agents {
+            a.tools = skills_templates(&a.tools, env);
+        }
     }
     // Breakpoints on more than the last message (2.0.77: the last two) show
     // only in a request of several messages: count them over the capture.
@@ -136,8 +139,14 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
         ));
     };
     let mut merged = extract(first, *env)?;
+    let with_skills = |e: &Option<&SessionEnv>| e.is_some_and(|e| !contexts::session_skills(e).is_empty());
+    let mut merged_skills = with_skills(env);
     for (path, env) in rest {
-        let other = extract(path, *env)?;
+        let mut other = extract(path, *env)?;
+        if with_skills(env) && !merged_skills {
+            skills_note(&mut merged, &mut other);
+            merged_skills = true;
+        }
         if other.version != merged.version {
             return Err(err(
                 path,
@@ -153,6 +162,26 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
         prompt_variant(&mut merged, path, &choice(&env))?;
     }
     Ok(merged)
+}
+
+/// The text a capture with skills (`other`) has in its prompt where one
+/// without (`into`) has none: `into` gets it as `{{skills_note}}`, and
+/// `other`'s prompt is `into`'s (so the merge keeps one).
+fn skills_note(into: &mut Profile, other: &mut Profile) {
+    let a = into.prompt.dynamic_sections.join("\n\n");
+    let b = other.prompt.dynamic_sections.join("\n\n");
+    let pre = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let pre = (0..=pre).rev().find(|&i| a.is_char_boundary(i) && b.is_char_boundary(i)).unwrap_or(0);
+    let rest = (a.len() - pre).min(b.len() - pre);
+    let suf = a.bytes().rev().zip(b.bytes().rev()).take(rest).take_while(|(x, y)| x == y).count();
+    if a.len() != pre + suf || b.len() <= a.len() {
+        return;
+    }
+    let Some(note) = b.get(pre..b.len() - suf) else { return };
+    let text = format!("{}{{{{skills_note}}}}{}", &a[..pre], &a[pre..]);
+    into.skills_note = Some(note.to_string());
+    into.prompt.dynamic_sections = split_sections(&text);
+    other.prompt = into.prompt.clone();
 }
 
 /// What a capture run with a custom or appended system prompt shows: its
@@ -220,9 +249,19 @@ fn merge(into: &mut Profile, other: Profile) {
     }
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    // A capture with skills shows where the Skill tool lists them.
+    let skills_var = |t: &[Value]| t.iter().any(|x| x.to_string().contains("{{skills}}"));
+    if skills_var(&other.tools) && !skills_var(&into.tools) && other.tools.len() == into.tools.len() {
+        into.tools = other.tools;
+    }
     for a in other.agents {
-        if !into.agents.contains(&a) {
-            into.agents.push(a);
+        let same = |b: &&mut crate::profile::AgentProfile| {
+            (&b.warmup, &b.model, &b.prefix, &b.prompt) == (&a.warmup, &a.model, &a.prefix, &a.prompt)
+        };
+        match into.agents.iter_mut().find(same) {
+            Some(b) if skills_var(&a.tools) && !skills_var(&b.tools) => b.tools = a.tools,
+            Some(_) => {}
+            None => into.agents.push(a),
         }
     }
     for m in other.models {
@@ -353,7 +392,10 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         git_status,
         user_context: user_context.as_ref().map(|(t, _)| t.clone()),
         skills: skills_template(&cap.first_texts, env),
-        tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
+        tools: skills_templates(
+            &month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
+            env,
+        ),
         params: cap.params.clone(),
         betas: cap.betas.clone(),
         models,
@@ -364,6 +406,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         allowed_tools,
         agents: Vec::new(),
         memory: env.and_then(|e| captured_claude_md(&cap.first_texts, e)).map(|(_, _, s)| s).unwrap_or_default(),
+        skills_note: None,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -511,6 +511,27 @@ pub(super) fn skills_template(texts: &[String], env: Option<&SessionEnv>) -> Opt
     Some(tpl)
 }
 
+/// The tools with the session's skill lines (the capture's env has skills on
+/// disk) as `{{skills}}` (see [`crate::profile::TOOL_VARS`]).
+pub(super) fn skills_templates(tools: &[Value], env: Option<&SessionEnv>) -> Vec<Value> {
+    let lines = env.map(crate::assemble::pipeline::contexts::skills_tool_lines).unwrap_or_default();
+    let escaped = serde_json::to_string(&lines).unwrap_or_default();
+    let inner = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or("");
+    if inner.is_empty() {
+        return tools.to_vec();
+    }
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            match text.contains(inner) {
+                true => serde_json::from_str(&text.replace(inner, "{{skills}}")).unwrap_or_else(|_| t.clone()),
+                false => t.clone(),
+            }
+        })
+        .collect()
+}
+
 /// The tools with "The current month is <Month YYYY>" of the capture's
 /// `date` as `{{month_year}}` (see [`super::TOOL_VARS`]).
 pub(super) fn month_templates(tools: &[Value], date: Option<&str>) -> Vec<Value> {

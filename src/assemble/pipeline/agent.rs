@@ -56,7 +56,11 @@ pub(crate) fn agent_plans(profile: &Profile, env: &SessionEnv, sys_ctx: &SystemC
                 warmup: a.warmup.clone(),
                 model: a.model.clone(),
                 blocks: system_blocks("", &a.prefix, &sections, profile).iter().map(|b| b.to_json()).collect(),
-                tools: Value::Array(a.tools.clone()),
+                tools: Value::Array(crate::profile::render_tool_list(
+                    &a.tools,
+                    env.date.as_deref(),
+                    &super::contexts::skills_tool_lines(env),
+                )),
                 betas: a.betas.clone(),
             }
         })

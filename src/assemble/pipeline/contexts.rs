@@ -133,6 +133,25 @@ pub fn skills_listing(profile: &Profile, env: &SessionEnv) -> Option<String> {
     Some(format!("{}{}{}", t.head, lines.join("\n"), t.tail))
 }
 
+/// The session's skills on disk: the user's (`~/.claude/skills`), then the
+/// project's (`<project>/.claude/skills`).
+pub fn session_skills(env: &SessionEnv) -> Vec<Skill> {
+    let mut skills = Vec::new();
+    if let Some(home) = &env.home_claude_dir {
+        skills.extend(skills_in(home));
+    }
+    if let Some(project) = &env.project_dir {
+        skills.extend(skills_in(&project.join(".claude")));
+    }
+    skills
+}
+
+/// The `{{skills}}` tool variable: one `- name: description` line per
+/// session skill, joined by `\n` (2.0.77's Skill tool).
+pub fn skills_tool_lines(env: &SessionEnv) -> String {
+    session_skills(env).iter().map(|s| format!("- {}: {}", s.name, s.description)).collect::<Vec<_>>().join("\n")
+}
+
 /// One skill's line of the listing.
 pub fn skill_line(t: &crate::profile::SkillsTemplate, s: &Skill) -> String {
     let n = s.description.chars().count();

@@ -238,7 +238,10 @@ impl Setup {
             .overrides
             .tools
             .clone()
-            .or_else(|| (!p.tools.is_empty()).then(|| p.render_tools(env.date.as_deref())))
+            .or_else(|| {
+                let skills = super::contexts::skills_tool_lines(env);
+                (!p.tools.is_empty()).then(|| crate::profile::render_tool_list(&p.tools, env.date.as_deref(), &skills))
+            })
             .unwrap_or_else(|| session_tools(session));
         SystemSource::Rendered {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
