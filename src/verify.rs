@@ -196,8 +196,14 @@ pub fn verify(
     let opts = &assembler.records;
     let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
         let main_sid = session.main.as_ref().and_then(|m| m.session_id()).unwrap_or("");
+        // The session's requests name the device; a session whose main file
+        // holds no line (a 2.0.x process that only warmed agents up) takes
+        // the capture's (one device sends them all).
         let from_wire = (device == DeviceId::FromWire)
-            .then(|| wire.and_then(|w| w.get(main_sid)).and_then(|reqs| reqs.iter().find_map(|r| r.device_id.clone())))
+            .then(|| {
+                let of = |reqs: &Vec<WireRequest>| reqs.iter().find_map(|r| r.device_id.clone());
+                wire.and_then(|w| w.get(main_sid).and_then(of).or_else(|| w.values().find_map(of)))
+            })
             .flatten();
         let session_opts;
         let opts = match from_wire {
@@ -222,7 +228,19 @@ pub fn verify(
             .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
             .unwrap_or_default();
         r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
-        let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
+        // Every session id the rebuilt requests carry (a 2.0.x resumed
+        // process warms its agents up under an id of its own).
+        let mut ids = vec![session_id.clone()];
+        for q in &rec.requests {
+            if !ids.iter().any(|i| i == q.session_id) {
+                ids.push(q.session_id.to_string());
+            }
+        }
+        let captured: Option<Vec<&WireRequest>> = wire.filter(|_| !session_id.is_empty()).and_then(|w| {
+            let mut all: Vec<&WireRequest> = ids.iter().filter_map(|i| w.get(i)).flatten().collect();
+            all.sort_by_key(|q| q.line);
+            (!all.is_empty()).then_some(all)
+        });
         // The user texts, for the captured sessions no transcript is named
         // after (a 1.0.x resume's side calls carry a session id of their own).
         let held: Vec<String> =
@@ -230,7 +248,7 @@ pub fn verify(
         let captured: Option<Vec<&WireRequest>> = captured.map(|all| {
             let texts = user_texts(session);
             let (conversation, side): (Vec<&WireRequest>, Vec<&WireRequest>) =
-                all.iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
+                all.into_iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
             r.wire_side_calls = side.len() as u64;
             r.wire_requests = conversation.len() as u64;
             conversation
@@ -248,15 +266,15 @@ pub fn verify(
                 .collect();
             compare(&mut r, &session_id, &rec.requests, &bodies, captured);
         }
-        (r, session_id, held)
+        (r, ids, held)
     });
     let mut total = VerifyReport { with_wire: wire.is_some(), ..VerifyReport::default() };
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
     for res in results {
         let r = match res {
-            Ok((r, sid, texts)) => {
-                seen.insert(sid);
+            Ok((r, sids, texts)) => {
+                seen.extend(sids);
                 held.extend(texts);
                 r
             }

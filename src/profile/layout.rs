@@ -62,10 +62,10 @@ pub struct Layout {
     /// `\n`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub append_context_joiner: Option<String>,
-    /// In a `--continue` process, a user message of one plain text block is
-    /// sent as that block, not as a string (2.0.77 `resume-multi-prompt`:
-    /// the first prompt is a string in the `--resume` process, a block in
-    /// the `--continue` one; 1.0.128 likewise).
+    /// In a resumed process (`--resume`, `--continue`), a user message of
+    /// one plain text block is sent as that block, not as a string (2.0.77
+    /// `resume-multi-prompt`: the first prompt is a string in its own
+    /// process, a block in the two that resume it; 1.0.128 likewise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub user_text_as_blocks: bool,
     /// Consecutive user messages are merged without the `\n` later

@@ -40,7 +40,11 @@ pub(crate) fn build_request<'a>(
         // A warmup without a written reply: its agent's model.
         None => e.as_assistant().and_then(|a| a.model).or(agent.map(|a| a.model)).map_or(Json::Null, Json::Str),
     };
-    let session_id = e.env.session_id.unwrap_or("");
+    // A warmup is sent under the session id its prompt was written with (a
+    // 2.0.x resumed process: its own, before the resume switches the reply
+    // to the resumed session's).
+    let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.session_id);
+    let session_id = agent.and_then(|_| prompt_sid()).or(e.env.session_id).unwrap_or("");
     let body = Body {
         model,
         messages,

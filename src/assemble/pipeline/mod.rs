@@ -123,11 +123,11 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
 }
 
 /// Whether the turn's user messages keep their blocks: a main-chain turn of
-/// a `--continue` process in a layout that says so (`processes.rs`).
+/// a resumed process in a layout that says so (`processes.rs`).
 fn keeps_blocks(cx: &ChainCtx<'_, '_>, first: usize) -> bool {
     cx.plan.user_text_as_blocks
         && cx.agent_id.is_none()
-        && cx.plan.continue_processes.get(processes::process_of(cx.entries, first)).copied().unwrap_or(false)
+        && cx.plan.resumed_processes.get(processes::process_of(cx.entries, first)).copied().unwrap_or(false)
 }
 
 /// Add one request's repairs to the session's counts.

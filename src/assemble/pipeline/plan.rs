@@ -81,11 +81,11 @@ pub struct Plan {
     pub params_before_system: Vec<String>,
     /// Merged user messages get no `\n` (2.0.77).
     pub merge_without_newline: bool,
-    /// User messages keep their one text block in a `--continue` process
-    /// (1.0.x, 2.0.x)…
+    /// User messages keep their one text block in a resumed process (1.0.x,
+    /// 2.0.x)…
     pub user_text_as_blocks: bool,
     /// …which these are (by process, from the snapshot's argv).
-    pub continue_processes: Vec<bool>,
+    pub resumed_processes: Vec<bool>,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
     /// The warmed-up agents' system sides (2.0.x), in the profile's order.
@@ -119,7 +119,7 @@ impl Plan {
             params_before_system: l.params_before_system.clone(),
             user_text_as_blocks: l.user_text_as_blocks,
             merge_without_newline: l.merge_without_newline,
-            continue_processes: Vec::new(),
+            resumed_processes: Vec::new(),
             model: None,
             agents: Vec::new(),
             process_systems: Vec::new(),

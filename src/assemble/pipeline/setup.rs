@@ -150,7 +150,9 @@ impl Setup {
         plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx);
         plan.process_systems = self.process_systems(session, &facts, &choice, &sys_ctx);
         if facts.non_interactive {
-            plan.continue_processes = facts.env.argv.iter().map(|a| a.iter().any(|x| x == "--continue")).collect();
+            let resumed =
+                |a: &Vec<String>| a.iter().any(|x| x == "--continue" || x == "--resume" || x == "-r" || x == "-c");
+            plan.resumed_processes = facts.env.argv.iter().map(resumed).collect();
         }
         // The agents keep their own prompts whatever the main one is.
         if self.profile.has_prompt_text() {
