@@ -196,15 +196,7 @@ pub fn verify(
     let opts = &assembler.records;
     let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
         let main_sid = session.main.as_ref().and_then(|m| m.session_id()).unwrap_or("");
-        // The session's requests name the device; a session whose main file
-        // holds no line (a 2.0.x process that only warmed agents up) takes
-        // the capture's (one device sends them all).
-        let from_wire = (device == DeviceId::FromWire)
-            .then(|| {
-                let of = |reqs: &Vec<WireRequest>| reqs.iter().find_map(|r| r.device_id.clone());
-                wire.and_then(|w| w.get(main_sid).and_then(of).or_else(|| w.values().find_map(of)))
-            })
-            .flatten();
+        let from_wire = (device == DeviceId::FromWire).then(|| wire_device(wire, main_sid)).flatten();
         let session_opts;
         let opts = match from_wire {
             Some(d) => {
@@ -228,19 +220,7 @@ pub fn verify(
             .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
             .unwrap_or_default();
         r.mismatches.extend(rec.diagnostics.iter().map(|d| Mismatch::record(&session_id, d)));
-        // Every session id the rebuilt requests carry (a 2.0.x resumed
-        // process warms its agents up under an id of its own).
-        let mut ids = vec![session_id.clone()];
-        for q in &rec.requests {
-            if !ids.iter().any(|i| i == q.session_id) {
-                ids.push(q.session_id.to_string());
-            }
-        }
-        let captured: Option<Vec<&WireRequest>> = wire.filter(|_| !session_id.is_empty()).and_then(|w| {
-            let mut all: Vec<&WireRequest> = ids.iter().filter_map(|i| w.get(i)).flatten().collect();
-            all.sort_by_key(|q| q.line);
-            (!all.is_empty()).then_some(all)
-        });
+        let (ids, captured) = captured_for(wire, &session_id, &rec.requests);
         // The user texts, for the captured sessions no transcript is named
         // after (a 1.0.x resume's side calls carry a session id of their own).
         let held: Vec<String> =
@@ -301,6 +281,36 @@ pub fn verify(
         unmatched_session(&mut total, sid, reqs, &held);
     }
     total
+}
+
+/// The device of a session's captured requests; for a session whose main
+/// file holds no line (a 2.0.x process that only warmed agents up), the
+/// capture's (one device sends them all).
+fn wire_device(wire: Option<&Wire>, main_sid: &str) -> Option<String> {
+    let of = |reqs: &Vec<WireRequest>| reqs.iter().find_map(|r| r.device_id.clone());
+    wire.and_then(|w| w.get(main_sid).and_then(of).or_else(|| w.values().find_map(of)))
+}
+
+/// Every session id a session's rebuilt requests carry (`session_id`
+/// first; a 2.0.x resumed process warms its agents up under an id of its
+/// own), and the captured requests of those ids in wire order.
+fn captured_for<'w>(
+    wire: Option<&'w Wire>,
+    session_id: &str,
+    requests: &[crate::assemble::Request<'_>],
+) -> (Vec<String>, Option<Vec<&'w WireRequest>>) {
+    let mut ids = vec![session_id.to_string()];
+    for q in requests {
+        if !ids.iter().any(|i| i == q.session_id) {
+            ids.push(q.session_id.to_string());
+        }
+    }
+    let captured = wire.filter(|_| !session_id.is_empty()).and_then(|w| {
+        let mut all: Vec<&WireRequest> = ids.iter().filter_map(|i| w.get(i)).flatten().collect();
+        all.sort_by_key(|q| q.line);
+        (!all.is_empty()).then_some(all)
+    });
+    (ids, captured)
 }
 
 /// A capture's requests of a session no transcript holds (or whose
