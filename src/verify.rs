@@ -200,9 +200,7 @@ pub fn verify(
     let opts = &assembler.records;
     let results = for_each_session_of(disc, &disc.groups, run, |bump, session| {
         let main_sid = session.main.as_ref().and_then(|m| m.session_id()).unwrap_or("");
-        let from_wire = (device == DeviceId::FromWire)
-            .then(|| wire.and_then(|w| w.get(main_sid)).and_then(|reqs| reqs.iter().find_map(|r| r.device_id.clone())))
-            .flatten();
+        let from_wire = (device == DeviceId::FromWire).then(|| wire_device(wire, main_sid)).flatten();
         let session_opts;
         let opts = match from_wire {
             Some(d) => {
@@ -229,11 +227,15 @@ pub fn verify(
             rec.diagnostics.iter().partition(|d| d.kind == DiagKind::ApproximatedProfile);
         r.approximated_profiles = approximated.len() as u64;
         r.mismatches.extend(problems.into_iter().map(|d| Mismatch::record(&session_id, d)));
-        let captured = wire.and_then(|w| w.get(&session_id)).filter(|_| !session_id.is_empty());
+        let (ids, captured) = captured_for(wire, &session_id, &rec.requests);
+        // The user texts, for the captured sessions no transcript is named
+        // after (a 1.0.x resume's side calls carry a session id of their own).
+        let held: Vec<String> =
+            if wire.is_some() { user_texts(session).into_iter().map(str::to_string).collect() } else { Vec::new() };
         let captured: Option<Vec<&WireRequest>> = captured.map(|all| {
             let texts = user_texts(session);
             let (conversation, side): (Vec<&WireRequest>, Vec<&WireRequest>) =
-                all.iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
+                all.into_iter().partition(|w| w.first_texts.iter().any(|t| texts.contains(t.trim_end())));
             r.wire_side_calls = side.len() as u64;
             r.wire_requests = conversation.len() as u64;
             conversation
@@ -251,14 +253,16 @@ pub fn verify(
                 .collect();
             compare(&mut r, &session_id, &rec.requests, &bodies, captured);
         }
-        (r, session_id)
+        (r, ids, held)
     });
     let mut total = VerifyReport { with_wire: wire.is_some(), ..VerifyReport::default() };
     let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut held: std::collections::HashSet<String> = std::collections::HashSet::new();
     for res in results {
         let r = match res {
-            Ok((r, sid)) => {
-                seen.insert(sid);
+            Ok((r, sids, texts)) => {
+                seen.extend(sids);
+                held.extend(texts);
                 r
             }
             Err(d) => {
@@ -282,15 +286,53 @@ pub fn verify(
         wire.into_iter().flatten().filter(|(sid, _)| !seen.contains(*sid)).collect();
     unseen.sort_by_key(|(sid, _)| *sid);
     for (sid, reqs) in unseen {
-        unmatched_session(&mut total, sid, reqs);
+        unmatched_session(&mut total, sid, reqs, &held);
     }
     total
 }
 
+/// The device of a session's captured requests; for a session whose main
+/// file holds no line (a 2.0.x process that only warmed agents up), the
+/// capture's (one device sends them all).
+fn wire_device(wire: Option<&Wire>, main_sid: &str) -> Option<String> {
+    let of = |reqs: &Vec<WireRequest>| reqs.iter().find_map(|r| r.device_id.clone());
+    wire.and_then(|w| w.get(main_sid).and_then(of).or_else(|| w.values().find_map(of)))
+}
+
+/// Every session id a session's rebuilt requests carry (`session_id`
+/// first; a 2.0.x resumed process warms its agents up under an id of its
+/// own), and the captured requests of those ids in wire order.
+fn captured_for<'w>(
+    wire: Option<&'w Wire>,
+    session_id: &str,
+    requests: &[crate::assemble::Request<'_>],
+) -> (Vec<String>, Option<Vec<&'w WireRequest>>) {
+    let mut ids = vec![session_id.to_string()];
+    for q in requests {
+        if !ids.iter().any(|i| i == q.session_id) {
+            ids.push(q.session_id.to_string());
+        }
+    }
+    let captured = wire.filter(|_| !session_id.is_empty()).and_then(|w| {
+        let mut all: Vec<&WireRequest> = ids.iter().filter_map(|i| w.get(i)).flatten().collect();
+        all.sort_by_key(|q| q.line);
+        (!all.is_empty()).then_some(all)
+    });
+    (ids, captured)
+}
+
 /// A capture's requests of a session no transcript holds (or whose
-/// `user_id` names none): each is unmatched.
-fn unmatched_session(total: &mut VerifyReport, sid: &str, reqs: &[WireRequest]) {
-    let mut lines: Vec<usize> = reqs.iter().map(|w| w.line).collect();
+/// `user_id` names none): each is unmatched, but for the side calls (no
+/// text of its first message is a user text of any transcript read).
+fn unmatched_session(
+    total: &mut VerifyReport,
+    sid: &str,
+    reqs: &[WireRequest],
+    held: &std::collections::HashSet<String>,
+) {
+    let conversation = |w: &&WireRequest| w.first_texts.iter().any(|t| held.contains(t.trim_end()));
+    total.wire_side_calls += reqs.iter().filter(|w| !conversation(w)).count() as u64;
+    let mut lines: Vec<usize> = reqs.iter().filter(conversation).map(|w| w.line).collect();
     lines.sort_unstable();
     for line in lines {
         total.wire_requests += 1;

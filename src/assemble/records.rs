@@ -430,6 +430,7 @@ fn build_body<'a>(
     Ok(Body {
         model,
         messages,
+        lead_params: Vec::new(),
         system: system.into_iter().map(|s| &*bump.alloc(s)).collect(),
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
         tools: tools.map(|t| &*bump.alloc(t)),

@@ -4,12 +4,15 @@
 
 use crate::json::Json;
 
-/// A request body: `model, messages, system, tools, metadata`, the other
-/// recorded params in their order, then `stream`.
+/// A request body: `model, messages`, the lead params, `system, tools,
+/// metadata`, the other recorded params in their order, then `stream`.
 #[derive(Debug, Clone)]
 pub struct Body<'a> {
     pub model: Json<'a>,
     pub messages: Vec<&'a Json<'a>>,
+    /// Params sent between `messages` and `system` (1.0.x: `temperature`;
+    /// empty for every later release).
+    pub lead_params: Vec<(&'a str, Json<'a>)>,
     pub system: Vec<&'a Json<'a>>,
     /// Per system block: a key naming its exact bytes (shape hash, index,
     /// cache control), so they are serialized once; `None` = serialize.
@@ -35,6 +38,7 @@ impl<'a> Body<'a> {
         Body {
             model: Json::Null,
             messages,
+            lead_params: Vec::new(),
             system: Vec::new(),
             system_keys: Vec::new(),
             tools: None,

@@ -183,6 +183,25 @@ impl SessionEnv {
         argv.windows(2).find(|w| w[0] == flag).map(|w| w[1].as_str())
     }
 
+    /// The tools the first CLI process allowed without asking
+    /// (`--allowedTools A,B` or `--allowedTools A B`, repeatable), in order,
+    /// when the snapshot records its arguments.
+    pub fn allowed_tools(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let Some(args) = self.argv.first() else { return out };
+        let mut taking = false;
+        for a in args {
+            if a == "--allowedTools" || a == "--allowed-tools" {
+                taking = true;
+            } else if a.starts_with('-') {
+                taking = false;
+            } else if taking {
+                out.extend(a.split([',', ' ']).map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
+            }
+        }
+        out
+    }
+
     /// The session's date (`YYYY-MM-DD`): the snapshot's or transcript's,
     /// else today's (UTC) — the one clock read of assembly, here at the
     /// environment's edge.
@@ -309,6 +328,19 @@ mod tests {
         assert_eq!(e.flag("--append-system-prompt"), None);
         assert_eq!(argv(&["--model", "haiku"]).flag("--system-prompt"), None);
         assert_eq!(SessionEnv::default().flag("--model"), None);
+    }
+
+    #[test]
+    fn allowed_tools_of_the_first_process() {
+        let argv = |a: &[&[&str]]| a.iter().map(|p| p.iter().map(|s| s.to_string()).collect()).collect();
+        let mut env =
+            SessionEnv { argv: argv(&[&["-p", "--allowedTools", "Bash,Read", "--", "x"]]), ..SessionEnv::default() };
+        // parallel-tools: `Bash,Read`, listed `Bash, Read` in 1.0.128's prompt.
+        assert_eq!(env.allowed_tools(), ["Bash", "Read"]);
+        env.argv = argv(&[&["--allowedTools", "Bash", "Edit", "-p"], &["--allowedTools", "Read"]]);
+        assert_eq!(env.allowed_tools(), ["Bash", "Edit"]);
+        env.argv = argv(&[&["-p"]]);
+        assert!(env.allowed_tools().is_empty());
     }
 
     #[test]

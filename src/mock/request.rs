@@ -35,6 +35,7 @@ pub fn body_from_request<'a>(bump: &'a Bump, req: &Json<'a>) -> Body<'a> {
     Body {
         model: req.get("model").copied().unwrap_or(Json::Null),
         messages,
+        lead_params: Vec::new(),
         system_keys: vec![None; system.len()],
         system,
         tools: req.get("tools"),

@@ -93,6 +93,26 @@ pub struct Layout {
     /// prompt, each at its first place after the one before (2.1.198: the
     /// model line's ` (1M context)` and `[1m]`).
     pub resumed_drops: Vec<String>,
+    /// Params sent between `messages` and `system` rather than after
+    /// `metadata`, in the profile's `params` order (1.0.128: `temperature`,
+    /// the body's third key).
+    pub params_before_system: Vec<String>,
+    /// What joins an appended system prompt and the system context that
+    /// follows it, when not the `\n\n` between sections (1.0.128, 2.0.77:
+    /// `\n`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub append_context_joiner: Option<String>,
+    /// In a resumed process (`--resume`, `--continue`), a user message of
+    /// one plain text block is sent as that block, not as a string (2.0.77
+    /// `resume-multi-prompt`: the first prompt is a string in its own
+    /// process, a block in the two that resume it; 1.0.128 likewise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub user_text_as_blocks: bool,
+    /// Consecutive user messages are merged without the `\n` later
+    /// releases append to the earlier one's last text (2.0.77 `skill`: the
+    /// command message and the skill's text).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub merge_without_newline: bool,
 }
 
 fn yes() -> bool {
@@ -127,6 +147,10 @@ impl Default for Layout {
             system_message_params_first_only: false,
             params_from_records: Vec::new(),
             resumed_drops: Vec::new(),
+            params_before_system: Vec::new(),
+            append_context_joiner: None,
+            user_text_as_blocks: false,
+            merge_without_newline: false,
         }
     }
 }

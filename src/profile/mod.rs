@@ -22,24 +22,29 @@
 //! extracted_from (path | null), notes,
 //! billing {salt, cch (" cch=00000;" | null), suffix_text ("first_text" | "first_non_reminder"),
 //!          header_block (default true)},
-//! cli_prefix {default, sdk, sdk_with_append},
+//! cli_prefix {default, sdk, sdk_with_append, sdk_with_custom (optional)},
 //! prompt {static_sections [..], dynamic_sections [..templates..]},
 //! git_status {text (template), clean, max_status_chars, truncated_note} | null,
-//! user_context {head, claude_md, current_date, tail} | null,
+//! user_context {head, claude_md, current_date, fixed_sections (default []), tail} | null,
 //! skills {head, builtin, line, description_max, ellipsis, tail} | null,
 //! tools [..verbatim..], params {max_tokens, thinking, context_management, output_config, ..},
 //! betas [..], models [{id, name, knowledge_cutoff}],
 //! system_cache {enabled, ttl}, proactive_agent_header, reminders {todo, todo_every},
-//! metadata ("json_user_id" (default) | "legacy_user_id"),
+//! metadata ("json_user_id" (default) | "legacy_user_id"), allowed_tools (template | null),
+//! agents [{warmup, model, prefix, prompt, git_status, tools, betas}] (only when there are some),
+//! memory {trim, strip_comments, rules (each default true)}, skills_note (optional),
+//! model_params {model id: {param: value | null}} (only when there are some),
 //! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
 //! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
 //! ```
 
+mod agent;
 mod layout;
 pub mod shelf;
 pub mod template;
 
 pub use crate::time::month_year;
+pub use agent::AgentProfile;
 pub use layout::Layout;
 pub use shelf::{Choice, Shelf, Shelved, Version};
 
@@ -163,6 +168,10 @@ pub struct CliPrefixes {
     pub sdk: String,
     /// Non-interactive sessions with an appended system prompt.
     pub sdk_with_append: String,
+    /// Non-interactive sessions with a custom system prompt, when not
+    /// `sdk` (1.0.128: the `sdk_with_append` text of later releases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sdk_with_custom: Option<String>,
 }
 
 /// The default system prompt.
@@ -190,7 +199,7 @@ pub struct GitStatusTemplate {
 }
 
 /// The `prependUserContext` reminder: `head` + the present sections joined
-/// by `\n` + `tail`.
+/// by `\n` (claudeMd, currentDate, then the fixed ones) + `tail`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserContextTemplate {
     /// Up to the first section.
@@ -199,6 +208,10 @@ pub struct UserContextTemplate {
     pub claude_md: String,
     /// The currentDate section (variable `date`).
     pub current_date: String,
+    /// Sections sent in every session, verbatim, after the others (1.0.x:
+    /// `# important-instruction-reminders`).
+    #[serde(default)]
+    pub fixed_sections: Vec<String>,
     /// After the last section.
     pub tail: String,
 }
@@ -269,10 +282,16 @@ pub const DYNAMIC_VARS: &[&str] = &[
     "model_id",
     "knowledge_cutoff",
     "date",
+    "allowed_tools",
+    "is_git_yes_no",
+    "skills_note",
 ];
 /// Variables of the tool descriptions: `month_year` is the session date's
-/// month, `November 2026` (WebSearch: "The current month is …").
-pub const TOOL_VARS: &[&str] = &["month_year", "model_name"];
+/// month, `November 2026` (WebSearch: "The current month is …"); `skills`
+/// the session's skills, one `- name: description` line each (2.0.77's
+/// Skill tool: "Available skills:"); `model_name` the model's name (Bash's
+/// `Co-Authored-By: Claude Sonnet 4.6` in 2.1.88).
+pub const TOOL_VARS: &[&str] = &["month_year", "skills", "model_name"];
 
 /// Variables of the params (`{{cwd}}`, `{{home}}`: 2.1.28x `safeguards`
 /// names the session's directories).
@@ -360,6 +379,25 @@ pub struct Profile {
     /// in its system turns), each learned from a capture run with it.
     #[serde(default)]
     pub model_variants: Vec<ModelVariant>,
+    /// The prompt's line naming the tools allowed without approval, as the
+    /// `{{allowed_tools}}` dynamic variable renders it when the session
+    /// allowed some (variable `tools`, the names joined by `, `; 1.0.128:
+    /// `\nYou can use the following tools without requiring user approval:
+    /// {{tools}}\n`); the variable is empty otherwise.
+    #[serde(default)]
+    pub allowed_tools: Option<String>,
+    /// The agents the release warms up, in the capture's order
+    /// ([`AgentProfile`]; 2.0.x).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentProfile>,
+    /// How the claudeMd text is made from the memory files.
+    #[serde(default)]
+    pub memory: MemoryStyle,
+    /// Text the prompt holds only when the session has skills on disk, as
+    /// the `{{skills_note}}` dynamic variable (2.0.77: the `/<skill-name>`
+    /// line); found by comparing a capture with skills to one without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills_note: Option<String>,
 }
 
 /// What one model of a release gets instead of the profile's prompt and
@@ -406,6 +444,39 @@ pub struct AttachmentTemplate {
     /// with `rendered` but without `renderedRole` (2.1.27x): it gives their
     /// kind's role only.
     pub text: String,
+}
+
+/// How a release renders the memory files into the claudeMd text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryStyle {
+    /// Each file's content trimmed (2.1.x); `false`: as written, its final
+    /// newline kept (1.0.128, 2.0.77).
+    #[serde(default = "default_true")]
+    pub trim: bool,
+    /// HTML comments stripped (2.1.x); `false`: sent (1.0.128, 2.0.77).
+    #[serde(default = "default_true")]
+    pub strip_comments: bool,
+    /// `.claude/rules/*.md` files are memory files (2.0.77, 2.1.x);
+    /// `false`: not read (1.0.128).
+    #[serde(default = "default_true")]
+    pub rules: bool,
+}
+
+impl Default for MemoryStyle {
+    fn default() -> Self {
+        MemoryStyle { trim: true, strip_comments: true, rules: true }
+    }
+}
+
+impl MemoryStyle {
+    /// Every style but the default, those that change fewer choices first
+    /// (what a capture is checked against, the least assuming first).
+    pub fn variants() -> Vec<MemoryStyle> {
+        let mut v: Vec<MemoryStyle> =
+            (1u8..8).map(|b| MemoryStyle { trim: b & 1 == 0, strip_comments: b & 2 == 0, rules: b & 4 == 0 }).collect();
+        v.sort_by_key(|s| u8::from(!s.trim) + u8::from(!s.strip_comments) + u8::from(!s.rules));
+        v
+    }
 }
 
 /// Periodic reminders of the seed layout.
@@ -522,22 +593,9 @@ impl Profile {
     }
 
     /// The tools for a session on `date` (`YYYY-MM-DD`) with the model
-    /// named `model_name`: [`TOOL_VARS`] rendered; a tool without one is
-    /// cloned as it is.
+    /// named `model_name` and no skills: see [`render_tool_list`].
     pub fn render_tools_for(&self, date: Option<&str>, model_name: &str) -> Vec<Value> {
-        let my = date.and_then(month_year);
-        self.tools
-            .iter()
-            .map(|t| {
-                let text = t.to_string();
-                if !text.contains("{{month_year}}") && !text.contains("{{model_name}}") {
-                    return t.clone();
-                }
-                let rendered =
-                    template::render(&text, &[("month_year", my.as_deref()), ("model_name", Some(model_name))]);
-                serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
-            })
-            .collect()
+        render_tool_list(&self.tools, date, "", model_name)
     }
 
     /// The params of a request of `model_id`: [`Profile::params`] with that
@@ -564,8 +622,22 @@ impl Profile {
     /// line.
     pub fn dynamic_vars<'a>(&'a self, env: &'a crate::env::SessionEnv, model_id: &'a str) -> DynamicVars<'a> {
         let model = self.model(model_id);
+        let tools = env.allowed_tools();
+        let allowed = match &self.allowed_tools {
+            Some(t) if !tools.is_empty() => template::render(t, &[("tools", Some(&tools.join(", ")))]),
+            _ => String::new(),
+        };
+        let has_skills = |d: &Option<std::path::PathBuf>, sub: &str| {
+            d.as_ref().is_some_and(|d| !crate::env::skills::skills_in(&d.join(sub)).is_empty())
+        };
+        let note = match &self.skills_note {
+            Some(n) if has_skills(&env.home_claude_dir, "") || has_skills(&env.project_dir, ".claude") => n.clone(),
+            _ => String::new(),
+        };
         DynamicVars {
             env,
+            allowed,
+            note,
             slug: env.project_slug(),
             model_id,
             model_name: model.map_or(model_id, |m| m.name.as_str()),
@@ -577,6 +649,10 @@ impl Profile {
 /// Values of [`DYNAMIC_VARS`] for one session and model.
 pub struct DynamicVars<'a> {
     env: &'a crate::env::SessionEnv,
+    /// The rendered allowed-tools line, or empty.
+    allowed: String,
+    /// The skills note, or empty.
+    note: String,
     slug: String,
     model_id: &'a str,
     model_name: &'a str,
@@ -587,7 +663,7 @@ impl DynamicVars<'_> {
     /// Render a dynamic-section template.
     pub fn render(&self, template: &str) -> String {
         let env = self.env;
-        let vars: [template::Var<'_>; 11] = [
+        let vars: [template::Var<'_>; 14] = [
             ("cwd", Some(&env.cwd)),
             ("home", Some(&env.home)),
             ("project_slug", Some(&self.slug)),
@@ -599,9 +675,35 @@ impl DynamicVars<'_> {
             ("model_id", Some(self.model_id)),
             ("knowledge_cutoff", self.cutoff),
             ("date", env.date.as_deref()),
+            ("allowed_tools", Some(&self.allowed)),
+            ("is_git_yes_no", Some(if env.is_git { "Yes" } else { "No" })),
+            ("skills_note", Some(&self.note)),
         ];
         template::render(template, &vars)
     }
+}
+
+/// `tools` with [`TOOL_VARS`] rendered: the month of `date`, the `skills`
+/// lines (JSON-escaped into the text they sit in), the model's name; a tool
+/// without a variable is cloned as it is.
+pub fn render_tool_list(tools: &[Value], date: Option<&str>, skills: &str, model_name: &str) -> Vec<Value> {
+    let my = date.and_then(month_year);
+    let escaped = serde_json::to_string(skills).unwrap_or_default();
+    let skills = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or("");
+    let escaped_name = serde_json::to_string(model_name).unwrap_or_default();
+    let name = escaped_name.get(1..escaped_name.len().saturating_sub(1)).unwrap_or("");
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            if !TOOL_VARS.iter().any(|v| text.contains(&format!("{{{{{v}}}}}"))) {
+                return t.clone();
+            }
+            let vars = [("month_year", my.as_deref()), ("skills", Some(skills)), ("model_name", Some(name))];
+            let rendered = template::render(&text, &vars);
+            serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
+        })
+        .collect()
 }
 
 #[cfg(test)]

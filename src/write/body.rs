@@ -49,6 +49,17 @@ pub fn body_head(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"messages\":[");
 }
 
+/// The lead params (`,"temperature":1` of 1.0.x), between the messages'
+/// `]` and `,"system":[`; nothing for a body without them.
+pub fn body_mid(out: &mut Vec<u8>, body: &Body<'_>) {
+    for (k, v) in &body.lead_params {
+        out.push(b',');
+        writer::write_str(out, k);
+        out.push(b':');
+        writer::write(out, v);
+    }
+}
+
 /// Everything after the tool list: metadata, params, stream, `}`.
 pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"metadata\":");
@@ -111,7 +122,9 @@ fn write_placeholder_body(
             }
         }
     }
-    out.extend_from_slice(b"],\"system\":[");
+    out.push(b']');
+    body_mid(out, body);
+    out.extend_from_slice(b",\"system\":[");
     let system_at = out.len();
     for (i, s) in body.system.iter().enumerate() {
         if i > 0 {
@@ -183,6 +196,7 @@ mod tests {
             tools: None,
             tools_key: None,
             metadata: Json::Null,
+            lead_params: vec![],
             params: vec![],
             stream: true,
             betas: vec![],
@@ -209,6 +223,7 @@ mod tests {
         let body = Body {
             model: Json::Str("claude"),
             messages: msgs.iter().collect(),
+            lead_params: vec![],
             system: sys.iter().collect(),
             system_keys: vec![Some(7)],
             tools: Some(&tools),

@@ -32,7 +32,7 @@ use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::json::Json;
 use crate::json::writer;
-use body::{MessageSpans, SegmentCache, body_head, body_tail, write_body_reusing};
+use body::{MessageSpans, SegmentCache, body_head, body_mid, body_tail, write_body_reusing};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -335,14 +335,17 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         (id, len)
     };
     let mut head = Vec::new();
+    let mut mid = Vec::new();
     let mut tail = Vec::new();
     for req in select(requests, turns) {
         let b = &req.body;
         head.clear();
+        mid.clear();
         tail.clear();
         body_head(&mut head, b);
+        body_mid(&mut mid, b);
         body_tail(&mut tail, b);
-        let mut body_len = head.len() + tail.len() + b"],\"system\":[]".len();
+        let mut body_len = head.len() + mid.len() + tail.len() + b"],\"system\":[]".len();
         let mut ids = |list: &[&Json<'_>], keys: &[Option<u128>], so: &mut SessionOut| -> Vec<u128> {
             list.iter()
                 .enumerate()
@@ -388,6 +391,12 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         writer::write_str(out, &String::from_utf8_lossy(&head));
         out.extend_from_slice(b",\"messages\":");
         hex_list(out, &messages);
+        // Only a body with lead params (1.0.x) has a `mid`: older recipes
+        // read the same.
+        if !mid.is_empty() {
+            out.extend_from_slice(b",\"mid\":");
+            writer::write_str(out, &String::from_utf8_lossy(&mid));
+        }
         out.extend_from_slice(b",\"system\":");
         hex_list(out, &system);
         out.extend_from_slice(b",\"tools\":");
@@ -411,6 +420,9 @@ struct Recipe {
     custom_id: String,
     head: String,
     messages: Vec<String>,
+    /// The bytes between the messages and the system (1.0.x lead params).
+    #[serde(default)]
+    mid: String,
     system: Vec<String>,
     tools: Option<String>,
     tail: String,
@@ -479,7 +491,9 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
             }
             line_out.extend_from_slice(get(h)?);
         }
-        line_out.extend_from_slice(b"],\"system\":[");
+        line_out.push(b']');
+        line_out.extend_from_slice(r.mid.as_bytes());
+        line_out.extend_from_slice(b",\"system\":[");
         for (j, h) in r.system.iter().enumerate() {
             if j > 0 {
                 line_out.push(b',');

@@ -22,6 +22,8 @@ pub(super) struct Capture {
     pub(super) system: Vec<Value>,
     pub(super) tools: Vec<Value>,
     pub(super) params: Map<String, Value>,
+    /// Params the body sends between `messages` and `system` (1.0.x).
+    pub(super) lead_params: Vec<String>,
     pub(super) betas: Vec<String>,
     pub(super) model: String,
     /// Texts of the first user message's blocks (wire only).
@@ -66,6 +68,14 @@ pub(super) fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileErro
         texts.extend(blocks);
     }
     let skip = ["model", "messages", "system", "tools", "metadata", "stream", "betas"];
+    let keys: Vec<&String> = body.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    let at = |k: &str| keys.iter().position(|x| *x == k);
+    let lead_params = match (at("messages"), at("system")) {
+        (Some(m), Some(s)) if m < s => {
+            keys[m + 1..s].iter().filter(|k| !skip.contains(&k.as_str())).map(|k| (*k).clone()).collect()
+        }
+        _ => Vec::new(),
+    };
     let legacy = body.pointer("/metadata/user_id").and_then(Value::as_str).is_some_and(|u| u.starts_with("user_"));
     Ok(Capture {
         version,
@@ -81,6 +91,7 @@ pub(super) fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileErro
                 o.iter().filter(|(k, _)| !skip.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect()
             })
             .unwrap_or_default(),
+        lead_params,
         betas: req
             .get("headers")
             .and_then(|h| header_value(h, "anthropic-beta"))
@@ -153,6 +164,7 @@ pub(super) fn from_transcript(path: &Path, lines: &[Value]) -> Result<Capture, P
             .unwrap_or_default(),
         model: params.get("model").and_then(Value::as_str).unwrap_or("").to_string(),
         params: params.into_iter().filter(|(k, _)| k != "model" && k != "betas").collect(),
+        lead_params: Vec::new(),
         first_texts: Vec::new(),
         models,
     })
@@ -181,10 +193,64 @@ pub(super) fn transcripts_beside(wire: &Path) -> Vec<String> {
     out
 }
 
+/// Whether the capture merges consecutive user messages without the `\n`
+/// later releases append: a request (with tools) sends a transcript's
+/// string prompt as it is, followed by another block of the same message
+/// (a string prompt is one block, so the next was merged into it), and no
+/// request sends one with the `\n` appended.
+pub(super) fn merges_without_newline(lines: &[Value], held: &[String]) -> bool {
+    let mut prompts: Vec<String> = Vec::new();
+    for line in held.iter().flat_map(|t| t.lines()) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        if v["type"] == "user"
+            && let Some(s) = v.pointer("/message/content").and_then(Value::as_str)
+        {
+            prompts.push(s.to_string());
+        }
+    }
+    let (mut without, mut with) = (false, false);
+    let requests =
+        lines.iter().filter(|v| v.pointer("/body/tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()));
+    for ms in requests.filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)) {
+        for c in ms.iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_array()) {
+            for b in c.iter().take(c.len().saturating_sub(1)) {
+                let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
+                without |= prompts.iter().any(|p| p == t);
+                with |= t.strip_suffix('\n').is_some_and(|s| prompts.iter().any(|p| p == s));
+            }
+        }
+    }
+    without && !with
+}
+
 /// Whether `text` is written in one of the transcripts (JSON-escaped, as
 /// a transcript line holds it).
 pub(super) fn held_by(held: &[String], text: &str) -> bool {
     let escaped = serde_json::to_string(text).unwrap_or_default();
     let inner = escaped.trim_start_matches('"').trim_end_matches('"');
     !inner.is_empty() && held.iter().any(|t| t.contains(inner))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request whose first message is the transcript's string prompt
+    /// followed by the skill's text (2.0.77 `skill`), or the same with the
+    /// `\n` later releases append.
+    fn lines(first: &str) -> Vec<Value> {
+        vec![serde_json::json!({"body": {"tools": [{"name": "Bash"}], "messages": [{"role": "user", "content": [
+            {"type": "text", "text": first}, {"type": "text", "text": "Base directory for this skill: /p"}
+        ]}]}})]
+    }
+
+    #[test]
+    fn merges_without_newline_as_the_capture_shows() {
+        let held = vec![
+            r#"{"type":"user","message":{"role":"user","content":"<command-name>greet</command-name>"}}"#.to_string(),
+        ];
+        assert!(merges_without_newline(&lines("<command-name>greet</command-name>"), &held));
+        assert!(!merges_without_newline(&lines("<command-name>greet</command-name>\n"), &held));
+        assert!(!merges_without_newline(&lines("not held"), &held));
+    }
 }

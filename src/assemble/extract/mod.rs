@@ -34,6 +34,7 @@ use crate::profile::{
 use serde_json::{Map, Value};
 use std::path::Path;
 
+mod agents;
 mod attachments;
 mod capture;
 mod models;
@@ -69,6 +70,20 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     let held = if wire.is_some() { transcripts_beside(path) } else { vec![text] };
     let model = cap.model.clone();
     let mut profile = build(path, cap, env, &held)?;
+    if let Some(main) = wire {
+        let texts: Vec<String> = main
+            .pointer("/body/system")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let facts = capture_facts(env, &texts);
+        profile.agents = agents::warmup_agents(&lines, main, &held, &facts, &mut profile.models);
+        for a in &mut profile.agents {
+            a.tools = skills_templates(&a.tools, env);
+        }
+    }
     // Breakpoints on more than the last message (2.0.77: the last two) show
     // only in a request of several messages: count them over the capture.
     let marked = |m: &Value| {
@@ -118,6 +133,27 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     if let Some(seed) = wire::find_cch_seed(&attested_samples(&lines)) {
         profile.billing.cch_seed = Some(format!("{seed:016x}"));
         profile.billing.cch = Some(" cch=00000;".into());
+    }
+    // A user message of one plain text block sent as an array (not the
+    // string later releases send) in a request with tools (not a side call).
+    let lone_block = |m: &Value| {
+        m["role"] == "user"
+            && m.get("content").and_then(Value::as_array).is_some_and(|c| {
+                c.len() == 1 && c[0]["type"] == "text" && c[0].as_object().is_some_and(|o| o.len() == 2)
+            })
+    };
+    let kept = lines
+        .iter()
+        .filter(|v| v.pointer("/body/tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty()))
+        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+        .any(|ms| ms.iter().any(lone_block));
+    if wire.is_some() && kept {
+        profile.layout.user_text_as_blocks = true;
+        profile.layout.name = format!("cc-{}", profile.version);
+    }
+    if wire.is_some() && merges_without_newline(&lines, &held) {
+        profile.layout.merge_without_newline = true;
+        profile.layout.name = format!("cc-{}", profile.version);
     }
     Ok((profile, model))
 }
@@ -302,12 +338,28 @@ fn attested_samples(lines: &[Value]) -> Vec<(Vec<u8>, String)> {
 /// one message shows no second breakpoint): their layout choices, user
 /// context, gitStatus and skills templates and models.
 pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profile, ProfileError> {
-    let Some(((first, env), rest)) = captures.split_first() else {
-        return Err(err(Path::new("-"), "no capture given"));
+    // A capture run with --system-prompt or --append-system-prompt (its
+    // env's argv says) shows only how the prompt changes: applied last.
+    let choice = |env: &Option<&SessionEnv>| {
+        env.and_then(|e| e.argv.first()).map(|a| PromptChoice::from_args(a)).unwrap_or_default()
+    };
+    let (variants, plain): (Vec<_>, Vec<_>) =
+        captures.iter().partition(|(_, e)| choice(e).custom.is_some() || choice(e).append.is_some());
+    let Some(((first, env), rest)) = plain.split_first() else {
+        return Err(err(
+            captures.first().map_or(Path::new("-"), |c| c.0),
+            "no capture given without --system-prompt or --append-system-prompt",
+        ));
     };
     let (mut merged, first_model) = extract_with_model(first, *env)?;
+    let with_skills = |e: &Option<&SessionEnv>| e.is_some_and(|e| !contexts::session_skills(e).is_empty());
+    let mut merged_skills = with_skills(env);
     for (path, env) in rest {
-        let (other, model) = extract_with_model(path, *env)?;
+        let (mut other, model) = extract_with_model(path, *env)?;
+        if with_skills(env) && !merged_skills {
+            skills_note(&mut merged, &mut other);
+            merged_skills = true;
+        }
         if other.version != merged.version {
             return Err(err(
                 path,
@@ -332,6 +384,9 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
             }
         }
         merge(&mut merged, other);
+    }
+    for (path, env) in variants {
+        prompt_variant(&mut merged, path, &choice(&env))?;
     }
     Ok(merged)
 }
@@ -374,6 +429,65 @@ fn add_variant(into: &mut Profile, other: Profile, model: String) {
     }
 }
 
+/// The text a capture with skills (`other`) has in its prompt where one
+/// without (`into`) has none: `into` gets it as `{{skills_note}}`, and
+/// `other`'s prompt is `into`'s (so the merge keeps one).
+fn skills_note(into: &mut Profile, other: &mut Profile) {
+    let a = into.prompt.dynamic_sections.join("\n\n");
+    let b = other.prompt.dynamic_sections.join("\n\n");
+    let pre = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let pre = (0..=pre).rev().find(|&i| a.is_char_boundary(i) && b.is_char_boundary(i)).unwrap_or(0);
+    let rest = (a.len() - pre).min(b.len() - pre);
+    let suf = a.bytes().rev().zip(b.bytes().rev()).take(rest).take_while(|(x, y)| x == y).count();
+    if a.len() != pre + suf || b.len() <= a.len() {
+        return;
+    }
+    let Some(note) = b.get(pre..b.len() - suf) else { return };
+    let text = format!("{}{{{{skills_note}}}}{}", &a[..pre], &a[pre..]);
+    into.skills_note = Some(note.to_string());
+    into.prompt.dynamic_sections = split_sections(&text);
+    other.prompt = into.prompt.clone();
+}
+
+/// What a capture run with a custom or appended system prompt shows: its
+/// CLI prefix (1.0.128: a custom prompt's is the one later releases give an
+/// appended prompt) and what joins the appended text to the gitStatus
+/// section after it (1.0.128, 2.0.77: `\n`).
+fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Result<(), ProfileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
+    let req = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.pointer("/body/messages").is_some())
+        .ok_or_else(|| err(path, "no /v1/messages request"))?;
+    let cap = from_wire(path, &req)?;
+    if cap.version != into.version {
+        return Err(err(
+            path,
+            format!("is a capture of {}, not {}: one profile is one release", cap.version, into.version),
+        ));
+    }
+    let block = |i: usize| cap.system.get(i).and_then(|b| b.get("text")).and_then(Value::as_str).unwrap_or("");
+    let prefix = block(0).to_string();
+    if choice.custom.is_some() {
+        into.cli_prefix.sdk_with_custom = (prefix != into.cli_prefix.sdk).then_some(prefix);
+    } else if let Some(a) = &choice.append {
+        into.cli_prefix.sdk_with_append = prefix;
+        let prompt: Vec<&str> = (1..cap.system.len()).map(block).collect();
+        let prompt = prompt.join("\n\n");
+        let joiner =
+            prompt.rsplit_once(a.as_str()).and_then(|(_, after)| after.split_once("gitStatus: ")).map(|(j, _)| j);
+        if let Some(j) = joiner.filter(|j| *j != "\n\n" && j.chars().all(|c| c == '\n')) {
+            into.layout.append_context_joiner = Some(j.to_string());
+            into.layout.name = format!("cc-{}", into.version);
+        }
+    }
+    if let Some(p) = into.extracted_from.take() {
+        into.extracted_from = Some(format!("{p}, {}", path.display()));
+    }
+    Ok(())
+}
+
 /// Add to `into` what `other`, a capture of the same release, shows.
 fn merge(into: &mut Profile, other: Profile) {
     let (l, o) = (&mut into.layout, &other.layout);
@@ -400,6 +514,8 @@ fn merge(into: &mut Profile, other: Profile) {
             l.params_from_records.push(p.clone());
         }
     }
+    l.user_text_as_blocks |= o.user_text_as_blocks;
+    l.merge_without_newline |= o.merge_without_newline;
     if *l != before {
         l.name = format!("cc-{}", into.version);
     }
@@ -409,9 +525,35 @@ fn merge(into: &mut Profile, other: Profile) {
     if o.memory_untrimmed && !before.memory_untrimmed && other.user_context.is_some() {
         into.user_context = other.user_context.clone();
     }
+    // Only a capture with memory files (comments: with a comment in them)
+    // shows how they are rendered: what one shows differs from the default.
+    into.memory.trim &= other.memory.trim;
+    into.memory.strip_comments &= other.memory.strip_comments;
+    into.memory.rules &= other.memory.rules;
     into.user_context = into.user_context.take().or(other.user_context);
+    // A capture run with --allowedTools shows where the line goes; its
+    // prompt renders the others' too (the line empty).
+    if into.allowed_tools.is_none() && other.allowed_tools.is_some() {
+        into.prompt = other.prompt;
+        into.allowed_tools = other.allowed_tools;
+    }
     into.git_status = into.git_status.take().or(other.git_status);
     into.skills = into.skills.take().or(other.skills);
+    // A capture with skills shows where the Skill tool lists them.
+    let skills_var = |t: &[Value]| t.iter().any(|x| x.to_string().contains("{{skills}}"));
+    if skills_var(&other.tools) && !skills_var(&into.tools) && other.tools.len() == into.tools.len() {
+        into.tools = other.tools;
+    }
+    for a in other.agents {
+        let same = |b: &&mut crate::profile::AgentProfile| {
+            (&b.warmup, &b.model, &b.prefix, &b.prompt) == (&a.warmup, &a.model, &a.prefix, &a.prompt)
+        };
+        match into.agents.iter_mut().find(same) {
+            Some(b) if skills_var(&a.tools) && !skills_var(&b.tools) => b.tools = a.tools,
+            Some(_) => {}
+            None => into.agents.push(a),
+        }
+    }
     for (kind, text) in other.reminders.attachment_texts {
         into.reminders.attachment_texts.entry(kind).or_insert(text);
     }
@@ -466,17 +608,21 @@ fn captured_layout(
     mut layout: Layout,
     cap: &Capture,
     git_in_prompt: bool,
-    user_context: bool,
+    user_context: Option<&crate::profile::UserContextTemplate>,
     held: &[String],
 ) -> Layout {
+    let fixed = user_context.map(|u| &u.fixed_sections).filter(|f| !f.is_empty());
     let builtin = layout.clone();
     layout.system_context_in_prompt |= git_in_prompt;
+    layout.params_before_system.clone_from(&cap.lead_params);
     let prepended = cap.first_texts.iter().any(|t| {
         t.starts_with("<system-reminder>")
-            && (t.contains("\n# claudeMd\n") || t.contains("\n# currentDate\n"))
+            && (t.contains("\n# claudeMd\n")
+                || t.contains("\n# currentDate\n")
+                || fixed.is_some_and(|f| f.iter().any(|s| t.contains(s.as_str()))))
             && !held_by(held, t)
     });
-    layout.user_context_message |= user_context && prepended;
+    layout.user_context_message |= user_context.is_some() && prepended;
     let skills = skills_template(&cap.first_texts, None).is_some();
     let listed = held.iter().any(|t| t.contains("\"type\":\"skill_listing\""));
     layout.skills_per_process |= skills && !listed;
@@ -510,10 +656,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
     if ![&cli.default, &cli.sdk, &cli.sdk_with_append].contains(&&prefix) {
         cli = CliPrefixes { sdk: prefix.clone(), ..cli };
     }
-    let facts = match env {
-        Some(e) => Facts::from_env(e),
-        None => infer_facts(&cap.texts),
-    };
+    let facts = capture_facts(env, &cap.texts);
     let mut models = cap.models.clone();
     scan_models(&cap.texts, &cap.model, &mut models);
     for t in &cap.texts {
@@ -523,14 +666,16 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
     }
     let (static_text, dynamic_text, git_status) = prompt_parts(&cap, &facts, boundary);
     let form = memory_form(&cap.first_texts, env);
-    let user_context = user_context_template(&cap.first_texts, &facts, env, form);
-    let mut layout = captured_layout(layout, &cap, git_status.is_some(), user_context.is_some(), held);
+    let user_context = user_context_template(&cap.first_texts, &facts, env);
+    let mut layout = captured_layout(layout, &cap, git_status.is_some(), user_context.as_ref().map(|(t, _)| t), held);
     if form != (false, false) {
         (layout.memory_comments, layout.memory_untrimmed) = form;
         layout.name = format!("cc-{}", cap.version);
     }
     let static_sections = if static_text.is_empty() { Vec::new() } else { split_sections(&static_text) };
-    let dynamic_sections = split_sections(&templatize(&dynamic_text, &facts, &cap.model, &models));
+    let (dynamic_text, allowed_tools) =
+        split_allowed_tools(templatize(&dynamic_text, &facts, &cap.model, &models), env);
+    let dynamic_sections = split_sections(&dynamic_text);
     if prefix == seed.cli_prefix.sdk_with_append {
         return Err(err(path, "the capture was run with --append-system-prompt: extract from one without it"));
     }
@@ -568,7 +713,10 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         git_status,
         user_context: user_context.as_ref().map(|(t, _)| t.clone()),
         skills: skills_template(&cap.first_texts, env),
-        tools: month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
+        tools: skills_templates(
+            &month_templates(&cap.tools, facts.date.as_deref().or(user_context.as_ref().map(|(_, d)| d.as_str()))),
+            env,
+        ),
         params: param_templates(&cap.params, &facts),
         betas: cap.betas.clone(),
         models,
@@ -579,6 +727,10 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         model_params: Map::new(),
         attachments: Vec::new(),
         model_variants: Vec::new(),
+        allowed_tools,
+        agents: Vec::new(),
+        memory: env.and_then(|e| captured_claude_md(&cap.first_texts, e)).map(|(_, _, s)| s).unwrap_or_default(),
+        skills_note: None,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)
@@ -622,7 +774,10 @@ fn check_round_trip(
     env: Option<&SessionEnv>,
     date: Option<String>,
 ) -> Result<(), ProfileError> {
-    let Some(env) = env.cloned().or_else(|| facts.to_env()) else { return Ok(()) };
+    let Some(mut env) = env.cloned().or_else(|| facts.to_env()) else { return Ok(()) };
+    if env.date.is_none() {
+        env.date.clone_from(&facts.date);
+    }
     let (_, sys_ctx) = contexts::contexts(p, &env, None);
     let sections = effective_system_prompt(p, &env, &cap.model, &PromptChoice::default(), &sys_ctx);
     let prefix = cli_prefix(p, true, false);
@@ -723,7 +878,11 @@ mod tests {
         let env = env_of("cc-2.1.332/hello");
         let same = edited_capture("cc-2.1.332/hello", |_| {}, None);
         let p = extract(&same.path().join("wire.jsonl"), Some(&env)).unwrap();
-        assert_eq!(p.layout, Profile::load("cc-2.1.328").unwrap().layout);
+        // (Without the transcripts beside it, the capture's user-context
+        // reminder is held by none: prepended, so the layout is renamed.)
+        let builtin = Profile::load("cc-2.1.328").unwrap().layout;
+        assert_eq!(p.layout.system_message_params, builtin.system_message_params);
+        assert!(p.layout.system_from_snapshot);
         let strip = |b: &mut Value| {
             for m in b["messages"].as_array_mut().into_iter().flatten() {
                 if let Some(o) = m.as_object_mut().filter(|o| o["role"] == "system") {

@@ -4,7 +4,7 @@
 //! become the profile's templates.
 
 use crate::env::{GitFacts, SessionEnv};
-use crate::profile::{GitStatusTemplate, ModelInfo, SkillsTemplate, UserContextTemplate};
+use crate::profile::{GitStatusTemplate, MemoryStyle, ModelInfo, SkillsTemplate, UserContextTemplate};
 use serde_json::Value;
 
 /// Session facts used to turn text into templates; any may be unknown.
@@ -52,6 +52,28 @@ impl Facts {
         };
         (self.slug.as_deref().is_none_or(|s| s == env.project_slug())).then_some(env)
     }
+}
+
+/// The facts of a capture: its environment's when given, else read back
+/// from its texts; the date, which a snapshot does not record, from the
+/// `<env>` block's `Today's date: YYYY-MM-DD` line (1.0.x, 2.0.x).
+pub(super) fn capture_facts(env: Option<&SessionEnv>, texts: &[String]) -> Facts {
+    let mut f = env.map_or_else(|| infer_facts(texts), Facts::from_env);
+    if f.date.is_none() {
+        f.date = texts.iter().flat_map(|t| env_block(t)).find_map(|l| {
+            let v = l.rsplit_once(": ")?.1;
+            let b = v.as_bytes();
+            let date = b.len() == 10
+                && b.iter().enumerate().all(|(j, c)| if j == 4 || j == 7 { *c == b'-' } else { c.is_ascii_digit() });
+            date.then(|| v.to_string())
+        });
+    }
+    f
+}
+
+/// The lines between `<env>` and `</env>` of a text.
+fn env_block(text: &str) -> impl Iterator<Item = &str> {
+    text.split('\n').skip_while(|l| *l != "<env>").skip(1).take_while(|l| *l != "</env>")
 }
 
 /// Split a text into sections at `\n\n# ` (joining them with `\n\n` gives
@@ -173,10 +195,32 @@ pub(super) fn templatize(text: &str, f: &Facts, model: &str, models: &[ModelInfo
     let model_name = models.iter().find(|m| m.id == model).map(|m| m.name.as_str());
     let cutoff = models.iter().find(|m| m.id == model).and_then(|m| m.knowledge_cutoff.as_deref());
     let mut model_line_done = false;
+    let mut in_env = false;
+    let yes_no = f.is_git.map(|g| if g { "Yes" } else { "No" });
+    let block_values: [(Option<&str>, &str); 4] = [
+        (f.date.as_deref(), "{{date}}"),
+        (f.platform.as_deref(), "{{platform}}"),
+        (f.os_version.as_deref(), "{{os_version}}"),
+        (yes_no, "{{is_git_yes_no}}"),
+    ];
     let lines: Vec<String> = t
         .split('\n')
         .map(|line| {
             let mut line = line.to_string();
+            // 1.0.x/2.0.x: `Label: value` lines in an `<env>` block.
+            if line == "</env>" {
+                in_env = false;
+            } else if in_env {
+                for (v, name) in block_values {
+                    if let Some(v) = v.filter(|v| !v.is_empty())
+                        && let Some(head) = line.strip_suffix(&format!(": {v}"))
+                    {
+                        line = format!("{head}: {name}");
+                        break;
+                    }
+                }
+            }
+            in_env |= line == "<env>";
             if line.trim_start().starts_with("- ") {
                 for (v, name) in env_values {
                     if let Some(v) = v.filter(|v| !v.is_empty())
@@ -205,6 +249,27 @@ pub(super) fn templatize(text: &str, f: &Facts, model: &str, models: &[ModelInfo
     lines.join("\n")
 }
 
+/// The line naming the session's allowed tools (`--allowedTools` in the
+/// snapshot's argv), as the `{{allowed_tools}}` variable and its template:
+/// the first line that ends with `: ` + the tools joined by `, `, with the
+/// newline on each side (1.0.128: absent, the prompt has two fewer
+/// newlines). The text as it is when the session allowed none or no such
+/// line is found.
+pub(super) fn split_allowed_tools(text: String, env: Option<&SessionEnv>) -> (String, Option<String>) {
+    let tools = env.map(SessionEnv::allowed_tools).unwrap_or_default();
+    if tools.is_empty() {
+        return (text, None);
+    }
+    let list = format!(": {}", tools.join(", "));
+    let Some(line) = text.split('\n').find(|l| l.ends_with(&list)) else { return (text, None) };
+    let whole = format!("\n{line}\n");
+    if !text.contains(&whole) {
+        return (text, None);
+    }
+    let tpl = format!("\n{}: {{{{tools}}}}\n", &line[..line.len() - list.len()]);
+    (text.replacen(&whole, "{{allowed_tools}}", 1), Some(tpl))
+}
+
 /// The gitStatus value as a template.
 /// `main_branch`: the session's, as the snapshot knows it; a captured main
 /// branch that is not it (2.0.77 shows none without a remote) stays
@@ -215,6 +280,9 @@ pub(super) fn git_template(value: &str, main_branch: Option<&str>) -> GitStatusT
         .map(|p| {
             if p.starts_with("Current branch: ") {
                 "Current branch: {{branch}}".to_string()
+            } else if let Some((head, _)) = p.split_once("\nCurrent branch: ").filter(|(_, b)| !b.contains('\n')) {
+                // 1.0.x/2.0.x: the line ends the heading's paragraph.
+                format!("{head}\nCurrent branch: {{{{branch}}}}")
             } else if p.starts_with("Main branch")
                 && let Some((head, shown)) = p.rsplit_once(": ")
                 && main_branch.is_none_or(|m| m == shown)
@@ -253,6 +321,10 @@ pub(super) fn split_git_status(dynamic: String, main_branch: Option<&str>) -> (S
     }
 }
 
+/// The claudeMd section as a template, as the releases that show one send
+/// it (and what a capture without memory files assumes).
+pub(super) const CLAUDE_MD_SECTION: &str = "# claudeMd\n{{claude_md}}";
+
 /// The user-context reminder among the first message's texts, and the date
 /// it shows: with a `# currentDate` section (2.1.88), or of a `# claudeMd`
 /// section alone (2.0.x), which is cut where the session's rendered memory
@@ -261,19 +333,66 @@ pub(super) fn user_context_template(
     texts: &[String],
     f: &Facts,
     env: Option<&SessionEnv>,
-    form: (bool, bool),
 ) -> Option<(UserContextTemplate, String)> {
-    if let Some(found) = dated_user_context(texts, f) {
-        return Some(found);
+    let (mut tpl, date) = dated_user_context(texts, f)
+        .or_else(|| claude_md_user_context(texts, f, env))
+        .or_else(|| fixed_user_context(texts, f))?;
+    // What the tail holds before its last paragraph are fixed sections
+    // (1.0.128: `# important-instruction-reminders`, after claudeMd).
+    let (fixed, tail) = split_fixed(&tpl.tail);
+    if !fixed.is_empty() {
+        tpl.fixed_sections.extend(fixed);
+        tpl.tail = tail;
     }
-    let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let claude_md = claude_md_of(env?, form)?;
+    Some((tpl, date))
+}
+
+/// The tail's sections and its last paragraph: the tail starts at the last
+/// `\n\n` before `</system-reminder>` (2.1.88, 2.0.77, 1.0.128 alike), and
+/// what comes before it, after the `\n` that joins sections, is sections.
+fn split_fixed(tail: &str) -> (Vec<String>, String) {
+    let end = tail.rfind("\n</system-reminder>").unwrap_or(tail.len());
+    match tail[..end].rfind("\n\n") {
+        Some(at) if at > 0 && tail.starts_with("\n# ") => (vec![tail[1..at].to_string()], tail[at..].to_string()),
+        _ => (Vec::new(), tail.to_string()),
+    }
+}
+
+/// A reminder of fixed sections alone (1.0.128 `hello`: no CLAUDE.md, no
+/// currentDate): a two-line head ending in `:`, then `# ` sections.
+fn fixed_user_context(texts: &[String], f: &Facts) -> Option<(UserContextTemplate, String)> {
+    let t = texts.iter().find(|t| {
+        t.starts_with("<system-reminder>\n")
+            && t.find("\n# ").is_some_and(|at| t[..at].matches('\n').count() == 1 && t[..at].ends_with(':'))
+    })?;
+    let first = t.find("\n# ")? + 1;
+    let tpl = UserContextTemplate {
+        head: t[..first].to_string(),
+        claude_md: CLAUDE_MD_SECTION.into(),
+        current_date: String::new(),
+        fixed_sections: Vec::new(),
+        tail: format!("\n{}", &t[first..]),
+    };
+    let (fixed, tail) = split_fixed(&tpl.tail);
+    (!fixed.is_empty())
+        .then(|| (UserContextTemplate { fixed_sections: fixed, tail, ..tpl }, f.date.clone().unwrap_or_default()))
+}
+
+/// The 2.0.x form: a `# claudeMd` section alone, cut where the session's
+/// rendered memory files end.
+fn claude_md_user_context(
+    texts: &[String],
+    f: &Facts,
+    env: Option<&SessionEnv>,
+) -> Option<(UserContextTemplate, String)> {
+    let (t, claude_md, _) = captured_claude_md(texts, env?)?;
     let section = format!("# claudeMd\n{claude_md}");
     let at = t.find(&section)?;
     let tpl = UserContextTemplate {
         head: t[..at].to_string(),
-        claude_md: "# claudeMd\n{{claude_md}}".into(),
+        claude_md: CLAUDE_MD_SECTION.into(),
         current_date: String::new(),
+        fixed_sections: Vec::new(),
         tail: t[at + section.len()..].to_string(),
     };
     Some((tpl, f.date.clone().unwrap_or_default()))
@@ -287,7 +406,7 @@ fn claude_md_of(env: &SessionEnv, (comments, untrimmed): (bool, bool)) -> Option
     roots.project_dir = env.project_dir.clone();
     roots.home_claude_dir = env.home_claude_dir.clone();
     roots.keep_comments = comments;
-    crate::env::memory::load(&roots).render_claude_md_as(untrimmed)
+    crate::env::memory::load(&roots).render_claude_md_as(!untrimmed)
 }
 
 /// How the capture's claudeMd section renders the memory files: (comments
@@ -312,6 +431,43 @@ pub(super) fn memory_form(texts: &[String], env: Option<&SessionEnv>) -> (bool, 
     (shown.iter().all(|f| f.0), shown.iter().all(|f| f.1))
 }
 
+/// The reminder with a `# claudeMd` section, the session's memory files
+/// rendered as it shows them, and how ([`MemoryStyle`]): trimmed and
+/// comments stripped (2.1.x) unless the capture holds them otherwise (the
+/// files as written: 1.0.128, 2.0.77).
+pub(super) fn captured_claude_md<'t>(texts: &'t [String], env: &SessionEnv) -> Option<(&'t str, String, MemoryStyle)> {
+    let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
+    let render = |style: &MemoryStyle| {
+        let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
+        roots.project_dir = env.project_dir.clone();
+        roots.home_claude_dir = env.home_claude_dir.clone();
+        roots.keep_comments = !style.strip_comments;
+        roots.no_rules = !style.rules;
+        crate::env::memory::load(&roots).render_claude_md_as(style.trim)
+    };
+    // The section a style renders must be followed by the next section
+    // (`\n# `) or the reminder's last paragraph (`\n\n` and its indent):
+    // a trimmed text is also a prefix of the same text as written.
+    let fits = |x: &str| {
+        let section = format!("# claudeMd\n{x}");
+        t.match_indices(&section).any(|(at, _)| {
+            let rest = &t[at + section.len()..];
+            rest.starts_with("\n# ") || rest.starts_with("\n\n ")
+        })
+    };
+    let default = MemoryStyle::default();
+    let usual = render(&default)?;
+    if fits(&usual) {
+        return Some((t, usual, default));
+    }
+    for style in MemoryStyle::variants() {
+        if let Some(text) = render(&style).filter(|x| fits(x)) {
+            return Some((t, text, style));
+        }
+    }
+    Some((t, usual, default))
+}
+
 /// The 2.1.88 form: the reminder with a `# currentDate` section.
 pub(super) fn dated_user_context(texts: &[String], f: &Facts) -> Option<(UserContextTemplate, String)> {
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# currentDate\n"))?;
@@ -330,8 +486,9 @@ pub(super) fn dated_user_context(texts: &[String], f: &Facts) -> Option<(UserCon
     })?;
     let tpl = UserContextTemplate {
         head: head.to_string(),
-        claude_md: "# claudeMd\n{{claude_md}}".into(),
+        claude_md: CLAUDE_MD_SECTION.into(),
         current_date: section.replace(&date, "{{date}}"),
+        fixed_sections: Vec::new(),
         tail: t[line_end..].to_string(),
     };
     Some((tpl, date))
@@ -385,6 +542,27 @@ pub(super) fn skills_template(texts: &[String], env: Option<&SessionEnv>) -> Opt
     }
     tpl.builtin = body;
     Some(tpl)
+}
+
+/// The tools with the session's skill lines (the capture's env has skills on
+/// disk) as `{{skills}}` (see [`crate::profile::TOOL_VARS`]).
+pub(super) fn skills_templates(tools: &[Value], env: Option<&SessionEnv>) -> Vec<Value> {
+    let lines = env.map(crate::assemble::pipeline::contexts::skills_tool_lines).unwrap_or_default();
+    let escaped = serde_json::to_string(&lines).unwrap_or_default();
+    let inner = escaped.get(1..escaped.len().saturating_sub(1)).unwrap_or("");
+    if inner.is_empty() {
+        return tools.to_vec();
+    }
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            match text.contains(inner) {
+                true => serde_json::from_str(&text.replace(inner, "{{skills}}")).unwrap_or_else(|_| t.clone()),
+                false => t.clone(),
+            }
+        })
+        .collect()
 }
 
 /// The tools with "The current month is <Month YYYY>" of the capture's

@@ -4,8 +4,9 @@
 //! ([`crate::assemble::wire::metadata`]); the plan's params and betas; the
 //! custom id ([`crate::assemble::wire::custom_id`]).
 //!
-//! *Invariants.* Keys are in the client's order (`model, messages, system,
-//! tools, metadata`, params, `stream`), which [`crate::write`] serializes.
+//! *Invariants.* Keys are in the client's order (`model, messages`, the
+//! layout's params before system, `system, tools, metadata`, params,
+//! `stream`), which [`crate::write`] serializes.
 
 use super::chain::ChainCtx;
 use super::normalize;
@@ -63,14 +64,21 @@ pub(crate) fn build_request<'a>(
     }
     blocks.extend_from_slice(system.nodes);
     system_keys.extend_from_slice(system.keys);
+    let agent = cx.agent.and_then(|i| cx.statics.agents.get(i));
     let model = match &cx.plan.model {
         Some(m) => Json::Str(bump.alloc_str(m)),
-        None => e.as_assistant().and_then(|a| a.model).map_or(Json::Null, Json::Str),
+        // A warmup without a written reply: its agent's model.
+        None => e.as_assistant().and_then(|a| a.model).or(agent.map(|a| a.model)).map_or(Json::Null, Json::Str),
     };
-    let session_id = e.env.session_id.unwrap_or("");
+    // A warmup is sent under the session id its prompt was written with (a
+    // 2.0.x resumed process: its own, before the resume switches the reply
+    // to the resumed session's).
+    let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.session_id);
+    let session_id = agent.and_then(|_| prompt_sid()).or(e.env.session_id).unwrap_or("");
     let body = Body {
         model,
         messages,
+        lead_params: cx.statics.lead_params.clone(),
         system: blocks,
         system_keys,
         tools: system.tools,
@@ -78,7 +86,7 @@ pub(crate) fn build_request<'a>(
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
         params: turn_params(cx, first, process),
         stream: true,
-        betas: cx.statics.betas.clone(),
+        betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),
         cch_seed: header.and(cx.plan.cch_seed),
     };
     Request {

@@ -35,6 +35,8 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) links: Links<'a>,
     /// The prompt the main chain gave this subagent, if it is one.
     pub(crate) agent_prompt: Option<&'a str>,
+    /// The warmed-up agent this chain is ([`Statics::agents`] index).
+    pub(crate) agent: Option<usize>,
     /// `cc_entrypoint` of the billing header.
     pub(crate) entrypoint: &'a str,
     /// Each entry's piece, built once and shared by every turn.
@@ -78,13 +80,16 @@ pub(crate) struct SessionCtx<'a, 's> {
     pub(crate) statics: &'s Statics<'a>,
     pub(crate) extras: &'s Extras,
     pub(crate) identity: &'s RecordOptions,
+    /// Which warmed-up agent each warmup sidechain is, by agent id
+    /// ([`super::agent::assign_warmups`]).
+    pub(crate) warmups: &'s [(&'a str, usize)],
 }
 
 impl<'a, 's> ChainCtx<'a, 's> {
     /// The context of chain `file` of the session `sx` (its agent, if a
     /// subagent's, from [`chain_agent_id`]).
     pub(crate) fn new(sx: &SessionCtx<'a, 's>, file: &'s ParsedFile<'a, 's>, report: &mut PipelineReport) -> Self {
-        let SessionCtx { bump, session, plan, statics, extras, identity } = *sx;
+        let SessionCtx { bump, session, plan, statics, extras, identity, warmups } = *sx;
         let agent_id = chain_agent_id(bump, file);
         let entries = &file.parsed.entries;
         let entrypoint = entries
@@ -123,6 +128,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
             identity,
             links: Links::new(entries),
             agent_prompt: agent_id.and_then(|id| subagent_prompt(session, id)),
+            agent: agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i),
             entrypoint,
             pieces,
             user_context: extras.user_context.as_deref().map(|t| Piece::User {
@@ -152,6 +158,17 @@ fn chain_agent_id<'a>(bump: &'a Bump, f: &ParsedFile<'a, '_>) -> Option<&'a str>
     let all_side = conv.clone().next().is_some() && conv.all(|e| e.env.is_sidechain);
     let named = f.parsed.entries.iter().find(|e| e.is_conversation()).and_then(|e| e.env.agent_id);
     if all_side { named } else { None }
+}
+
+/// Whether a tool result of the main transcript names subagent `agent_id`
+/// (`toolUseResult.agentId`: a Task subagent).
+pub(crate) fn names_agent(session: &Session<'_, '_>, agent_id: &str) -> bool {
+    session.main.as_ref().is_some_and(|m| {
+        m.parsed
+            .entries
+            .iter()
+            .any(|e| e.as_user().and_then(|u| u.tool_use_result).and_then(|r| r.get_str("agentId")) == Some(agent_id))
+    })
 }
 
 /// The prompt the main transcript gave subagent `agent_id`: the `prompt`

@@ -14,17 +14,22 @@ use crate::json::Json;
 use bumpalo::Bump;
 use rustc_hash::FxHashMap;
 
-/// The wire forms of `messages`, reusing those of nodes seen before.
+/// The wire forms of `messages`, reusing those of nodes seen before; with
+/// `user_blocks` (1.0.x) a user message keeps its block.
 pub(crate) fn collapse_messages<'a>(
     bump: &'a Bump,
     messages: Vec<&'a Json<'a>>,
     collapsed: &mut FxHashMap<*const Json<'a>, &'a Json<'a>>,
+    user_blocks: bool,
 ) -> Vec<&'a Json<'a>> {
     let last = messages.len().saturating_sub(1);
     messages
         .into_iter()
         .enumerate()
         .map(|(i, m)| {
+            if user_blocks && m.get_str("role") == Some("user") {
+                return m;
+            }
             if i == last {
                 collapse(bump, m)
             } else {
@@ -48,11 +53,14 @@ mod tests {
             ("content", Json::Arr(bump.alloc_slice_copy(&[block]))),
         ])));
         let mut seen = FxHashMap::default();
-        let out = collapse_messages(&bump, vec![m, m], &mut seen);
+        let out = collapse_messages(&bump, vec![m, m], &mut seen, false);
         assert_eq!(writer::to_vec(out[0]), br#"{"role":"user","content":"hi"}"#);
         assert_eq!(writer::to_vec(out[1]), br#"{"role":"user","content":"hi"}"#);
         assert_eq!(seen.len(), 1);
-        let again = collapse_messages(&bump, vec![m, m], &mut seen);
+        let again = collapse_messages(&bump, vec![m, m], &mut seen, false);
         assert!(std::ptr::eq(again[0], out[0]));
+        // 1.0.x: the user message keeps its block.
+        let kept = collapse_messages(&bump, vec![m], &mut FxHashMap::default(), true);
+        assert!(std::ptr::eq(kept[0], m));
     }
 }

@@ -84,7 +84,9 @@ pub fn git_status(profile: &Profile, env: &SessionEnv) -> Option<String> {
 }
 
 /// The `prependUserContext` reminder text (`# claudeMd` only when present,
-/// then `# currentDate`). Empty when the profile has no template.
+/// then `# currentDate`, then the fixed sections: 1.0.128 sends
+/// `# important-instruction-reminders` in every session). Empty when the
+/// profile has no template.
 pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     let Some(t) = &profile.user_context else { return String::new() };
     let vars: [template::Var<'_>; 2] = [("claude_md", ctx.claude_md.as_deref()), ("date", Some(&ctx.current_date))];
@@ -96,6 +98,7 @@ pub fn render_user_context(profile: &Profile, ctx: &UserContext) -> String {
     if !t.current_date.is_empty() {
         sections.push(template::render(&t.current_date, &vars));
     }
+    sections.extend(t.fixed_sections.iter().cloned());
     if sections.is_empty() {
         return String::new();
     }
@@ -128,6 +131,25 @@ pub fn skills_listing(profile: &Profile, env: &SessionEnv) -> Option<String> {
         return None;
     }
     Some(format!("{}{}{}", t.head, lines.join("\n"), t.tail))
+}
+
+/// The session's skills on disk: the user's (`~/.claude/skills`), then the
+/// project's (`<project>/.claude/skills`).
+pub fn session_skills(env: &SessionEnv) -> Vec<Skill> {
+    let mut skills = Vec::new();
+    if let Some(home) = &env.home_claude_dir {
+        skills.extend(skills_in(home));
+    }
+    if let Some(project) = &env.project_dir {
+        skills.extend(skills_in(&project.join(".claude")));
+    }
+    skills
+}
+
+/// The `{{skills}}` tool variable: one `- name: description` line per
+/// session skill, joined by `\n` (2.0.77's Skill tool).
+pub fn skills_tool_lines(env: &SessionEnv) -> String {
+    session_skills(env).iter().map(|s| format!("- {}: {}", s.name, s.description)).collect::<Vec<_>>().join("\n")
 }
 
 /// One skill's line of the listing.

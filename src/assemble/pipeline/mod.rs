@@ -29,6 +29,7 @@
 //! [`system_blocks`]; [`attachments`] renders attachment entries for
 //! [`normalize`].
 
+mod agent;
 pub mod attachments;
 mod billing;
 mod body;
@@ -42,6 +43,7 @@ pub mod normalize;
 pub mod pairing;
 mod pieces;
 pub mod plan;
+mod processes;
 pub mod projection;
 mod reminders;
 pub mod report;
@@ -52,6 +54,7 @@ mod system;
 pub mod system_blocks;
 pub mod system_prompt;
 
+pub use agent::AgentPlan;
 pub use leading_user::MISSING_START;
 pub use plan::{Extras, Plan, ShapeEdits, SystemSource};
 pub use report::{PairingRepairsTotal, PipelineReport};
@@ -83,7 +86,8 @@ pub fn assemble_pipeline<'a>(
 ) -> SessionPipeline<'a> {
     let mut out = SessionPipeline::default();
     let statics = Statics::new(bump, plan);
-    let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity };
+    let warmups = agent::assign_warmups(session, plan, |id| chain::names_agent(session, id));
+    let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity, warmups: &warmups };
     for f in session.files() {
         let cx = ChainCtx::new(&sx, f, &mut out.report);
         assemble_chain(&cx, &mut out);
@@ -95,29 +99,40 @@ pub fn assemble_pipeline<'a>(
 fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
     let bump = cx.bump;
     let mut st = ChainState::default();
-    for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
+    let turns = projection::turns(cx.entries);
+    // A warmup whose reply was not written still was sent (agent.rs).
+    let unanswered = turns.is_empty().then(|| agent::unanswered(cx)).flatten();
+    let projected = turns.iter().map(|t| (t.first, projection::project(cx.entries, &cx.links, t)));
+    for (n, (first, projected)) in projected.chain(unanswered).enumerate() {
         out.report.turns += 1;
-        let projected = projection::project(cx.entries, &cx.links, turn);
-        let current_start = reminders::anchor_reminders(cx, &mut st, turn.first, &projected);
+        let current_start = reminders::anchor_reminders(cx, &mut st, first, &projected);
         pieces::gather_pieces(cx, &mut st, &projected, current_start);
         let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
         let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
         let (mut messages, stripped) = media::limit_media(bump, &messages);
         let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
         count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
-        let header = billing::billing_header(cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
+        let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
         let (cc, count) = (cx.statics.cache_control, cx.plan.message_breakpoints);
         breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, cx.plan.breakpoint_skips_system);
-        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
-        match system::select_system(cx, &mut st, turn.first) {
+        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps_blocks(cx, first));
+        match system::select_system(cx, &mut st, first) {
             Ok(system) => {
                 let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
-                out.requests.push(body::build_request(cx, n, turn.first, process, messages, system, header.as_deref()))
+                out.requests.push(body::build_request(cx, n, first, process, messages, system, header.as_deref()))
             }
             Err(d) => out.diagnostics.push(d),
         }
     }
+}
+
+/// Whether the turn's user messages keep their blocks: a main-chain turn of
+/// a resumed process in a layout that says so (`processes.rs`).
+fn keeps_blocks(cx: &ChainCtx<'_, '_>, first: usize) -> bool {
+    cx.plan.user_text_as_blocks
+        && cx.agent_id.is_none()
+        && cx.plan.resumed_processes.get(processes::process_of(cx.entries, first)).copied().unwrap_or(false)
 }
 
 /// Add one request's repairs to the session's counts.

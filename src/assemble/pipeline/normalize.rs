@@ -71,6 +71,9 @@ pub struct Rules<'a> {
     /// Rule 4 without the `"\n"`: the blocks are concatenated as they are
     /// (2.1.50, `layout.merge_newline` off).
     pub merge_plain: bool,
+    /// 2.0.77: merged user messages are concatenated as they are (no `"\n"`
+    /// appended to the earlier one).
+    pub merge_without_newline: bool,
 }
 
 /// What normalization dropped or merged.
@@ -395,6 +398,7 @@ fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>,
         return;
     }
     if !rules.merge_plain
+        && !rules.merge_without_newline
         && let Some(last) = prev.last_mut()
         && last.get_str("type") == Some("text")
         && let Some(text) = last.get_str("text")

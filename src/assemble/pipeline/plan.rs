@@ -83,6 +83,16 @@ pub struct Plan {
     pub cache_control: serde_json::Value,
     /// How many of the last messages get a breakpoint (2.0.77: 2).
     pub message_breakpoints: usize,
+    /// Param names sent between `messages` and `system` (1.0.x:
+    /// `temperature`).
+    pub params_before_system: Vec<String>,
+    /// Merged user messages get no `\n` (2.0.77).
+    pub merge_without_newline: bool,
+    /// User messages keep their one text block in a resumed process (1.0.x,
+    /// 2.0.x)…
+    pub user_text_as_blocks: bool,
+    /// …which these are (by process, from the snapshot's argv).
+    pub resumed_processes: Vec<bool>,
     /// Replaces the model of every request (what-if `--model`).
     pub model: Option<String>,
     /// The profile's renderings of attachments written without `rendered`.
@@ -100,6 +110,12 @@ pub struct Plan {
     pub resumed_system: Option<Vec<serde_json::Value>>,
     /// The tools of a resumed process, when they differ.
     pub resumed_tools: Option<serde_json::Value>,
+    /// The warmed-up agents' system sides (2.0.x), in the profile's order.
+    pub agents: Vec<super::agent::AgentPlan>,
+    /// The main chain's system blocks of each CLI process whose arguments
+    /// render them otherwise than the first's (by process; `None`: the
+    /// session's).
+    pub process_systems: Vec<Option<Vec<serde_json::Value>>>,
 }
 
 impl Plan {
@@ -125,6 +141,10 @@ impl Plan {
             merge_newline: l.merge_newline,
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
+            params_before_system: l.params_before_system.clone(),
+            user_text_as_blocks: l.user_text_as_blocks,
+            merge_without_newline: l.merge_without_newline,
+            resumed_processes: Vec::new(),
             model: None,
             attachment_templates: profile.attachments.clone(),
             breakpoint_skips_system: l.breakpoint_skips_system,
@@ -132,6 +152,8 @@ impl Plan {
             params_from_records: l.params_from_records.clone(),
             resumed_system: None,
             resumed_tools: None,
+            agents: Vec::new(),
+            process_systems: Vec::new(),
         }
     }
 
@@ -179,12 +201,14 @@ pub(crate) type Members<'a> = Vec<(&'a str, Json<'a>)>;
 
 /// A plan's values converted once per session into the arena.
 pub(crate) struct Statics<'a> {
+    /// The params after `metadata`, and those sent before `system`.
     pub(crate) params: Vec<(&'a str, Json<'a>)>,
     /// Per CLI process: its params and the members its system turns carry
     /// ([`Plan::process_params`] applied); past the list, the plan's.
     pub(crate) processes: Vec<(Members<'a>, &'a [(&'a str, Json<'a>)])>,
     /// The members the system turns carry by default.
     pub(crate) system_extra: &'a [(&'a str, Json<'a>)],
+    pub(crate) lead_params: Vec<(&'a str, Json<'a>)>,
     pub(crate) cache_control: Json<'a>,
     /// Rendered system blocks (one node each for the whole session) and
     /// their segment keys (xxh3-128 of their bytes, computed once).
@@ -198,6 +222,10 @@ pub(crate) struct Statics<'a> {
     pub(crate) betas: Vec<&'a str>,
     /// The normalization rules of the plan.
     pub(crate) rules: Rules<'a>,
+    /// The warmed-up agents' system sides, as [`Plan::agents`].
+    pub(crate) agents: Vec<super::agent::AgentStatics<'a>>,
+    /// [`Plan::process_systems`] as nodes and keys.
+    pub(crate) process_systems: Vec<Option<SystemNodes<'a>>>,
 }
 
 impl<'a> Statics<'a> {
@@ -212,6 +240,9 @@ impl<'a> Statics<'a> {
     }
 }
 
+/// System blocks as arena nodes and their segment keys.
+pub(crate) type SystemNodes<'a> = (Vec<&'a Json<'a>>, Vec<Option<u128>>);
+
 /// The segment key of a value: xxh3-128 of its bytes.
 pub(crate) fn content_key(v: &Json<'_>) -> u128 {
     xxhash_rust::xxh3::xxh3_128(&writer::to_vec(v))
@@ -219,8 +250,11 @@ pub(crate) fn content_key(v: &Json<'_>) -> u128 {
 
 impl<'a> Statics<'a> {
     pub(crate) fn new(bump: &'a Bump, plan: &Plan) -> Self {
-        let params: Vec<(&'a str, Json<'a>)> =
-            plan.params.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect();
+        let (lead, params): (Vec<(&'a str, Json<'a>)>, Vec<_>) = plan
+            .params
+            .iter()
+            .map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v)))
+            .partition(|(k, _)| plan.params_before_system.iter().any(|p| p == k));
         let system_extra = |params: &[(&'a str, Json<'a>)]| -> Vec<(&'a str, Json<'a>)> {
             params.iter().filter(|(k, _)| plan.system_message_params.iter().any(|p| p == k)).copied().collect()
         };
@@ -259,6 +293,7 @@ impl<'a> Statics<'a> {
             params,
             processes,
             system_extra,
+            lead_params: lead,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
             resumed_system,
@@ -275,7 +310,20 @@ impl<'a> Statics<'a> {
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
                 merge_plain: !plan.merge_newline,
+                merge_without_newline: plan.merge_without_newline,
             },
+            agents: plan.agents.iter().map(|a| super::agent::AgentStatics::new(bump, a)).collect(),
+            process_systems: plan
+                .process_systems
+                .iter()
+                .map(|p| {
+                    p.as_ref().map(|blocks| {
+                        let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
+                        let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
+                        (nodes, keys)
+                    })
+                })
+                .collect(),
         }
     }
 }

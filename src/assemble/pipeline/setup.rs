@@ -34,7 +34,7 @@ use super::contexts::{SystemContext, UserContext, contexts, render_user_context,
 use super::plan::{Extras, Plan, ShapeEdits, SystemSource};
 use super::snapshot::{PromptSnapshot, session_snapshot};
 use super::system_blocks::system_blocks;
-use super::system_prompt::{PromptChoice, cli_prefix, effective_system_prompt};
+use super::system_prompt::{PromptChoice, cli_prefix, cli_prefix_of, effective_system_prompt};
 use crate::corpus::Session;
 use crate::diag::DiagKind;
 use crate::env::SessionEnv;
@@ -158,8 +158,9 @@ impl Setup {
         // No recorded shape: the prompt is rendered from the profile; the
         // system messages carry the layout's params all the same (2.1.288
         // and records-free 2.1.328 send `output_config` without records).
-        let untrimmed = self.profile.layout.memory_untrimmed;
-        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(untrimmed));
+        // Each file's text trimmed unless the release sends it as written.
+        let trim = self.profile.memory.trim && !self.profile.layout.memory_untrimmed;
+        let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(trim));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         let snapshot = self.profile.layout.system_from_snapshot.then(|| session_snapshot(session)).flatten();
         if snapshot.is_none() {
@@ -177,6 +178,16 @@ impl Setup {
             // Every occurrence: Bash's Co-Authored-By line names the model.
             let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
             plan.resumed_tools = serde_json::from_str::<Value>(&text).ok().filter(|r| r != t);
+        }
+        plan.process_systems = self.process_systems(session, &facts, &choice, &sys_ctx);
+        if facts.non_interactive {
+            let resumed =
+                |a: &Vec<String>| a.iter().any(|x| x == "--continue" || x == "--resume" || x == "-r" || x == "-c");
+            plan.resumed_processes = facts.env.argv.iter().map(resumed).collect();
+        }
+        // The agents keep their own prompts whatever the main one is.
+        if self.profile.has_prompt_text() {
+            plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx);
         }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
@@ -269,7 +280,9 @@ impl Setup {
         // a recorded shape (`shape_edits`); else the session's own.
         let unchanged = choice.custom.is_none() && choice.append.is_none();
         let own_prefix = snapshot.and_then(|s| s.cli_prefix.as_deref()).filter(|_| unchanged);
-        let prefix = own_prefix.unwrap_or_else(|| cli_prefix(p, facts.non_interactive, choice.append.is_some()));
+        let prefix = own_prefix.unwrap_or_else(|| {
+            cli_prefix_of(p, facts.non_interactive, choice.append.is_some(), choice.custom.is_some())
+        });
         let blocks = system_blocks("", prefix, &sections, p);
         let tools = self
             .overrides
@@ -277,7 +290,9 @@ impl Setup {
             .clone()
             .or_else(|| {
                 let model_name = p.model(&facts.model).map_or(facts.model.as_str(), |m| m.name.as_str());
-                (!p.tools.is_empty()).then(|| p.render_tools_for(env.date.as_deref(), model_name))
+                let skills = super::contexts::skills_tool_lines(env);
+                (!p.tools.is_empty())
+                    .then(|| crate::profile::render_tool_list(&p.tools, env.date.as_deref(), &skills, model_name))
             })
             .or_else(|| snapshot.and_then(|s| s.tools.clone()))
             .unwrap_or_else(|| session_tools(session));
@@ -285,6 +300,38 @@ impl Setup {
             blocks: blocks.iter().map(|b| b.to_json()).collect(),
             tools: Some(Value::Array(tools)),
         }
+    }
+
+    /// The system blocks of each later `-p` process whose arguments render
+    /// them otherwise (`processes.rs`).
+    fn process_systems(
+        &self,
+        session: &Session<'_, '_>,
+        facts: &SessionFacts,
+        choice: &PromptChoice,
+        sys_ctx: &SystemContext,
+    ) -> Vec<Option<Vec<Value>>> {
+        let env = &facts.env;
+        if !facts.non_interactive || !self.profile.has_prompt_text() || self.profile.allowed_tools.is_none() {
+            return Vec::new();
+        }
+        let first = env.allowed_tools();
+        let mut out: Vec<Option<Vec<Value>>> = (0..env.argv.len())
+            .map(|k| {
+                let env_k = super::processes::env_of(env, k);
+                (env_k.allowed_tools() != first).then(|| {
+                    let f = SessionFacts { env: env_k, model: facts.model.clone(), ..*facts };
+                    match self.rendered_system(session, &f, choice, sys_ctx, None) {
+                        SystemSource::Rendered { blocks, .. } => blocks,
+                        SystemSource::SessionShape(_) => Vec::new(),
+                    }
+                })
+            })
+            .collect();
+        if out.iter().all(Option::is_none) {
+            out.clear();
+        }
+        out
     }
 
     /// The pieces the layout adds that the transcript does not hold.
@@ -300,11 +347,10 @@ impl Setup {
         let l = &p.layout;
         // The wire texts end with the "\n" the merge of consecutive user
         // messages appends (normalize rule 4).
-        // Without that "\n" (`merge_newline` off) they are sent as rendered.
-        let unmerge = |t: String| match t.strip_suffix('\n') {
-            Some(s) if l.merge_newline => s.to_string(),
-            _ => t,
-        };
+        // Without that "\n" (`merge_newline` off, or a layout that merges
+        // without it) they are sent as rendered.
+        let newline = l.merge_newline && !l.merge_without_newline;
+        let unmerge = |t: String| t.strip_suffix('\n').filter(|_| newline).map(str::to_string).unwrap_or(t);
         if l.user_context_message {
             let uc = render_user_context(p, user_ctx);
             extras.user_context = (!uc.is_empty()).then(|| unmerge(uc));
@@ -423,7 +469,8 @@ impl Setup {
         let mut roots = MemoryRoots::new(&env.cwd, &env.home);
         roots.project_dir = project_dir;
         roots.home_claude_dir = env.home_claude_dir.clone();
-        roots.keep_comments = self.profile.layout.memory_comments;
+        roots.keep_comments = self.profile.layout.memory_comments || !self.profile.memory.strip_comments;
+        roots.no_rules = !self.profile.memory.rules;
         let m = memory::load(&roots);
         for w in &m.warnings {
             extras.warnings.push((DiagKind::MemoryRefused, format!("{}: {}", w.path, w.message)));

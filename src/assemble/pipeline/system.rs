@@ -50,6 +50,14 @@ pub(crate) fn select_system<'r, 'a>(
     first: usize,
 ) -> Result<SystemParts<'r, 'a>, Diagnostic> {
     let statics: &'r Statics<'a> = cx.statics;
+    if let Some(a) = cx.agent.and_then(|i| statics.agents.get(i)) {
+        return Ok(SystemParts { nodes: &a.nodes, keys: &a.keys, tools: Some(a.tools), tools_key: a.tools_key });
+    }
+    if cx.agent_id.is_none()
+        && let Some(Some((nodes, keys))) = statics.process_systems.get(super::processes::process_of(cx.entries, first))
+    {
+        return Ok(SystemParts { nodes, keys, tools: statics.tools, tools_key: statics.tools_key });
+    }
     if let Some((nodes, keys)) = &statics.system {
         // A resumed process (every one after the file's first) may render
         // the prompt without some texts (2.1.198's 1M-context label).

@@ -115,7 +115,16 @@ pub fn effective_system_prompt(
         v
     };
     if profile.layout.system_context_in_prompt && choice.custom.is_none() {
-        out.extend(sys_ctx.section());
+        match (sys_ctx.section(), &profile.layout.append_context_joiner, &choice.append) {
+            // The appended text and the context as one section, joined the
+            // release's way.
+            (Some(ctx), Some(j), Some(a)) if out.last() == Some(a) => {
+                if let Some(last) = out.last_mut() {
+                    *last = format!("{a}{j}{ctx}");
+                }
+            }
+            (ctx, _, _) => out.extend(ctx),
+        }
     }
     out.retain(|s| !s.is_empty());
     out
@@ -125,6 +134,15 @@ pub fn effective_system_prompt(
 /// with an appended prompt, `sdk` for any other non-interactive one, else
 /// `default` (all three seen in the captures).
 pub fn cli_prefix(profile: &Profile, non_interactive: bool, has_append: bool) -> &str {
+    cli_prefix_of(profile, non_interactive, has_append, false)
+}
+
+/// [`cli_prefix`], with a custom system prompt given (`sdk_with_custom`
+/// when the profile has one, 1.0.128).
+pub fn cli_prefix_of(profile: &Profile, non_interactive: bool, has_append: bool, has_custom: bool) -> &str {
+    if let (true, true, Some(p)) = (non_interactive, has_custom, &profile.cli_prefix.sdk_with_custom) {
+        return p;
+    }
     match (non_interactive, has_append) {
         (true, true) => &profile.cli_prefix.sdk_with_append,
         (true, false) => &profile.cli_prefix.sdk,

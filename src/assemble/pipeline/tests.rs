@@ -68,7 +68,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
         let identity = RecordOptions::default();
         for f in session.files() {
             let mut report = PipelineReport::default();
-            let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity: &identity };
+            let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity: &identity, warmups: &[] };
             let cx = ChainCtx::new(&sx, f, &mut report);
             let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), cx.agent_id);
             let mut st = ChainState::default();
@@ -98,7 +98,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                     statics.cache_control,
                     plan.message_breakpoints,
                 );
-                let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed);
+                let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, false);
                 for m in &messages {
                     let _ = writeln!(t, "    message {}", message_line(m));
                 }

@@ -140,7 +140,7 @@ impl<'r> Loader<'r> {
         out: &mut Vec<MemoryFile>,
     ) {
         let dir = normalize(dir);
-        if visited.contains(&dir) {
+        if visited.contains(&dir) || self.roots.no_rules {
             return;
         }
         let r = match self.fs.resolve(&dir) {

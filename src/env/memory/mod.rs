@@ -271,8 +271,11 @@ pub struct MemoryRoots {
     /// The canonical git root when it is not the cwd: the auto-memory slug is
     /// made from it. None = the cwd.
     pub project_root: Option<String>,
-    /// HTML comments are kept (2.1.71 and older send them). Default false.
+    /// HTML comments are kept in the contents, as 1.0.x and 2.0.x send
+    /// them. Default false (stripped).
     pub keep_comments: bool,
+    /// No `.claude/rules` directory is read (1.0.x). Default false.
+    pub no_rules: bool,
 }
 
 impl MemoryRoots {
@@ -289,6 +292,7 @@ impl MemoryRoots {
             auto_memory: true,
             project_root: None,
             keep_comments: false,
+            no_rules: false,
         }
     }
 
@@ -451,20 +455,20 @@ impl Memory {
     /// `# claudeMd\n` and `\n# currentDate` of the first request) and
     /// cc-2.1.328/*/ (the `instructions` attachment).
     pub fn render_claude_md(&self) -> Option<String> {
-        self.render_claude_md_as(false)
+        self.render_claude_md_as(true)
     }
 
-    /// [`Memory::render_claude_md`], with each file's content untrimmed
-    /// when `untrimmed` (2.1.0 – 2.1.78: a file's last newline stays, a
-    /// blank line before the next `Contents of`).
-    pub fn render_claude_md_as(&self, untrimmed: bool) -> Option<String> {
+    /// [`Memory::render_claude_md`] with each file's content trimmed or, as
+    /// 1.0.x and 2.0.x send it, as written (`trim` false: `Be terse.\n` then
+    /// the `\n\n` that joins the files).
+    pub fn render_claude_md_as(&self, trim: bool) -> Option<String> {
         let parts: Vec<String> = self
             .files
             .iter()
             .filter(|f| !f.content.is_empty())
             .map(|f| {
-                let text = if untrimmed { f.content.as_str() } else { js_trim(&f.content) };
-                format!("Contents of {} ({}):\n\n{}", f.path, f.kind.description(), text)
+                let content = if trim { js_trim(&f.content) } else { f.content.as_str() };
+                format!("Contents of {} ({}):\n\n{content}", f.path, f.kind.description())
             })
             .collect();
         if parts.is_empty() {

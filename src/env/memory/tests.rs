@@ -595,7 +595,7 @@ fn memory_as_read_keeps_comments_and_the_last_newline() {
     assert!(trimmed.ends_with("checked into the codebase):\n\n# Project"), "{trimmed}");
     assert!(trimmed.contains("Be terse.\n\nContents of"), "{trimmed}");
     s.roots.keep_comments = true;
-    let verbatim = load(&s.roots).render_claude_md_as(true).unwrap();
+    let verbatim = load(&s.roots).render_claude_md_as(false).unwrap();
     assert!(verbatim.ends_with("codebase):\n\n<!-- maintainers only -->\n# Project\n"), "{verbatim}");
     assert!(verbatim.contains("Be terse.\n\n\nContents of"), "{verbatim}");
 }

@@ -1,0 +1,88 @@
+//! The agents a capture warms up ([`AgentProfile`]): every captured request
+//! whose prompt is the first line of a sidechain transcript beside the
+//! capture (a root line: no parent) and whose system prompt is not the main
+//! one's. Its prompt is templated as the main prompt is (with its own
+//! model's name and cutoff), its gitStatus section cut off; its tools,
+//! model and betas are kept verbatim.
+
+use super::capture::header_value;
+use super::templates::{Facts, scan_models, split_git_status, templatize};
+use crate::profile::{AgentProfile, ModelInfo};
+use serde_json::Value;
+
+/// The first user texts of the sidechain transcripts in `held` (the text of
+/// each root line of a sidechain).
+fn sidechain_prompts(held: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in held.iter().flat_map(|t| t.lines()) {
+        if !line.contains("\"isSidechain\":true") || !line.contains("\"parentUuid\":null") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let text = match v.pointer("/message/content") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Array(a)) => a.iter().find_map(|b| b.get("text").and_then(Value::as_str)).map(str::to_string),
+            _ => None,
+        };
+        if let Some(t) = text.filter(|t| !out.contains(t)) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// The text of a request's last text block of its first message.
+fn prompt_of(body: &Value) -> Option<&str> {
+    match body.pointer("/messages/0/content")? {
+        Value::String(s) => Some(s.as_str()),
+        Value::Array(a) => a.iter().rev().find_map(|b| b.get("text").and_then(Value::as_str)),
+        _ => None,
+    }
+}
+
+/// The warmed-up agents of a capture's `lines` (`main`: the main request),
+/// in wire order, one per distinct agent; their models are added to
+/// `models`.
+pub(super) fn warmup_agents(
+    lines: &[Value],
+    main: &Value,
+    held: &[String],
+    facts: &Facts,
+    models: &mut Vec<ModelInfo>,
+) -> Vec<AgentProfile> {
+    let prompts = sidechain_prompts(held);
+    let main_system = main.pointer("/body/system");
+    let text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+    let mut out: Vec<AgentProfile> = Vec::new();
+    for req in lines {
+        let body = &req["body"];
+        let Some(system) = body.get("system").and_then(Value::as_array) else { continue };
+        let tools = body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(prompt) = prompt_of(body).filter(|p| prompts.iter().any(|s| s == p)) else { continue };
+        if tools.is_empty() || Some(&body["system"]) == main_system || system.len() < 2 {
+            continue;
+        }
+        let model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();
+        let rest: Vec<String> = system.iter().skip(1).map(text).collect();
+        let main_branch = facts.git.as_ref().map(|g| g.main_branch.as_str());
+        let (rest, git) = split_git_status(rest.join("\n\n"), main_branch);
+        scan_models(std::slice::from_ref(&rest), &model, models);
+        let agent = AgentProfile {
+            warmup: prompt.to_string(),
+            prompt: templatize(&rest, facts, &model, models),
+            model,
+            prefix: text(&system[0]),
+            git_status: git.is_some(),
+            tools,
+            betas: req
+                .get("headers")
+                .and_then(|h| header_value(h, "anthropic-beta"))
+                .map(|b| b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+                .unwrap_or_default(),
+        };
+        if !out.contains(&agent) {
+            out.push(agent);
+        }
+    }
+    out
+}
