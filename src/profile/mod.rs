@@ -420,6 +420,15 @@ pub struct ModelVariant {
     /// `output_config`).
     #[serde(default)]
     pub params: Option<Map<String, Value>>,
+    /// For sessions that chose the model with `--model` (as the
+    /// environment's argv says): 2.1.150 – 2.1.250 run the default model
+    /// with a 1M context window (` (1M context)`, `[1m]`, the `context-1m`
+    /// beta) and `--model opus`, the same model, without.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explicit: bool,
+    /// Its `anthropic-beta` values, when they are not the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub betas: Option<Vec<String>>,
 }
 
 /// The text one attachment kind sends, for attachments written without
@@ -566,7 +575,16 @@ impl Profile {
     /// This profile as model `model_id` gets it: its variant's prompt and
     /// attachment renderings when it has one (a copy), else itself.
     pub fn for_model(&self, model_id: &str) -> std::borrow::Cow<'_, Profile> {
-        let Some(v) = self.model_variants.iter().find(|v| v.model == model_id) else {
+        self.for_session_model(model_id, false)
+    }
+
+    /// [`Profile::for_model`] for a session that chose its model with
+    /// `--model` (`explicit`) or not: the variant made for that case.
+    pub fn for_session_model(&self, model_id: &str, explicit: bool) -> std::borrow::Cow<'_, Profile> {
+        // A variant of another model was learned from a `--model` capture
+        // too: it serves an explicit choice when none is made for one.
+        let find = |e: bool| self.model_variants.iter().find(|v| v.model == model_id && v.explicit == e);
+        let Some(v) = (if explicit { find(true).or_else(|| find(false)) } else { find(false) }) else {
             return std::borrow::Cow::Borrowed(self);
         };
         let mut p = self.clone();
@@ -576,6 +594,9 @@ impl Profile {
         }
         if let Some(params) = &v.params {
             p.params = params.clone();
+        }
+        if let Some(betas) = &v.betas {
+            p.betas = betas.clone();
         }
         p.attachments = v.attachments.iter().chain(self.attachments.iter()).cloned().collect();
         std::borrow::Cow::Owned(p)

@@ -176,9 +176,21 @@ fn ladder_2_1_150() {
             Expect { scenario: "hello", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
             Expect { scenario: "bash-tool", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
             Expect { scenario: "memory-files", pipeline: [2, 2, 2, 0, 0], records: None, clean: true },
+            // `ctxasm profile capture`'s probe: `--model opus` names the
+            // default model, without its 1M context window.
+            Expect { scenario: "model-opus", pipeline: [1, 1, 1, 0, 0], records: None, clean: true },
         ],
     );
     let p = &r.profile;
+    let variants: Vec<(&str, bool)> = p["model_variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["model"].as_str().unwrap(), v["explicit"].as_bool().unwrap_or(false)))
+        .collect();
+    assert_eq!(variants, [("claude-opus-4-7", true)], "the explicit choice of the default model is a variant");
+    let betas = |b: &Value| b.as_array().unwrap().iter().any(|x| x == "context-1m-2025-08-07");
+    assert!(betas(&p["betas"]) && !betas(&p["model_variants"][0]["betas"]));
     // The dedup format holds each request's attested billing block: expand
     // gives the batch bytes, two different cch values.
     let tmp = tempfile::tempdir().unwrap();

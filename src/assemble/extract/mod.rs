@@ -369,6 +369,16 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
                 ),
             ));
         }
+        // The first capture's model chosen with `--model` (2.1.150: no 1M
+        // context window, which the default has): a variant when it differs.
+        let explicit = env.is_some_and(|e| e.flag("--model").is_some());
+        if model == first_model && explicit {
+            let differs = other.prompt != merged.prompt || other.tools != merged.tools || other.betas != merged.betas;
+            if differs {
+                add_variant(&mut merged, other, model, true);
+                continue;
+            }
+        }
         if model != first_model {
             // Another model's capture: its params and the model name in the
             // tools as data when that is all that differs, else a variant
@@ -379,7 +389,7 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
             }
             let differs = other.prompt != merged.prompt || other.tools != merged.tools || other.params != merged.params;
             if differs {
-                add_variant(&mut merged, other, model);
+                add_variant(&mut merged, other, model, false);
                 continue;
             }
         }
@@ -413,15 +423,16 @@ fn merge_models(into: &mut Vec<crate::profile::ModelInfo>, other: Vec<crate::pro
 /// A capture run with another model whose prompt, tools or params differ:
 /// that model's prompt, tools and params where they differ, and the
 /// attachment renderings the profile does not have.
-fn add_variant(into: &mut Profile, other: Profile, model: String) {
-    if into.model_variants.iter().any(|v| v.model == model) {
+fn add_variant(into: &mut Profile, other: Profile, model: String, explicit: bool) {
+    if into.model_variants.iter().any(|v| v.model == model && v.explicit == explicit) {
         return;
     }
     let attachments = other.attachments.into_iter().filter(|t| !into.attachments.contains(t)).collect();
     merge_models(&mut into.models, other.models);
     let tools = (other.tools != into.tools).then_some(other.tools);
     let params = (other.params != into.params).then_some(other.params);
-    let v = crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools, params };
+    let betas = (other.betas != into.betas).then_some(other.betas);
+    let v = crate::profile::ModelVariant { model, prompt: other.prompt, attachments, tools, params, explicit, betas };
     into.model_variants.push(v);
     if let Some(p) = other.extracted_from {
         let joined = into.extracted_from.take().map_or(p.clone(), |a| format!("{a}, {p}"));

@@ -99,6 +99,8 @@ impl Default for Setup {
 struct SessionFacts {
     env: SessionEnv,
     model: String,
+    /// The model was chosen with `--model` (the environment's argv).
+    explicit_model: bool,
     non_interactive: bool,
     has_shapes: bool,
 }
@@ -136,7 +138,7 @@ impl Setup {
     pub fn prepare(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         let facts = self.facts(session);
         let mut extras = Extras::default();
-        let mut plan = self.base_plan(&facts.model);
+        let mut plan = self.base_plan(&facts.model, facts.explicit_model);
         render_param_vars(&mut plan.params, &facts.env);
         if self.overrides.effort.is_none() {
             plan.process_params = process_params(&plan, &facts.env.argv);
@@ -221,15 +223,16 @@ impl Setup {
             Some(e) => e != "cli",
             None => env.print_mode().unwrap_or(false),
         };
-        SessionFacts { env, model, non_interactive, has_shapes }
+        let explicit_model = env.flag("--model").is_some();
+        SessionFacts { env, model, explicit_model, non_interactive, has_shapes }
     }
 
     /// The plan of the profile as `model` gets it (its variant's prompt,
     /// params and attachment renderings, its own params), with the
     /// overrides' params, model and TTL.
-    fn base_plan(&self, model: &str) -> Plan {
+    fn base_plan(&self, model: &str, explicit: bool) -> Plan {
         let o = &self.overrides;
-        let profile = self.profile.for_model(model);
+        let profile = self.profile.for_session_model(model, explicit);
         let mut plan = Plan::of_profile(&profile);
         plan.params = profile.params_for(model);
         if let Some(effort) = &o.effort {
@@ -268,7 +271,7 @@ impl Setup {
         sys_ctx: &SystemContext,
         snapshot: Option<&PromptSnapshot>,
     ) -> SystemSource {
-        let variant = self.profile.for_model(&facts.model);
+        let variant = self.profile.for_session_model(&facts.model, facts.explicit_model);
         let p: &Profile = &variant;
         let env = &facts.env;
         let sections = match snapshot {
