@@ -76,6 +76,16 @@ pub async fn run_probe(
     let stats = server.shutdown().await?;
     let failed_steps = steps?;
     copy_tree(&home.join(".claude/projects"), &dir.join("transcripts"))?;
+    // The scenario as the corpora's captures describe theirs.
+    let steps: Vec<serde_json::Value> = probe
+        .steps
+        .iter()
+        .map(|st| serde_json::json!({"prompt": st.prompt, "args": st.args, "continue": st.continue_session}))
+        .collect();
+    let files: Vec<&String> = probe.files.keys().collect();
+    let scenario = serde_json::json!({"name": probe.name, "rules": probe.rules, "steps": steps, "files": files});
+    let path = dir.join("scenario.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap_or_default()).map_err(io(&path))?;
     Ok(ProbeRun { name: probe.name.clone(), dir, requests: stats.requests, failed_steps })
 }
 

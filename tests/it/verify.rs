@@ -139,9 +139,12 @@ fn issue_12_every_2_0_77_conversation_request_is_byte_equal() {
     // agent files hold the prompt but no reply: still sent, still rebuilt).
     golden(
         "cc-2.0.77",
-        &["skill", "append-system-prompt"],
+        &["skill", "append-system-prompt", "model-haiku"],
         &[
             ("hello", [4, 4, 4, 0, 1]),
+            // `ctxasm profile capture`'s probe: every agent's Bash tool names
+            // the session's model (Haiku 4.5), not the agent's own.
+            ("model-haiku", [4, 4, 4, 0, 1]),
             ("bash-tool", [5, 5, 5, 0, 2]),
             ("memory-files", [5, 5, 5, 0, 1]),
             // The skill's command message merged without a newline; the

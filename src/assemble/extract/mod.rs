@@ -80,8 +80,13 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
             .collect();
         let facts = capture_facts(env, &texts);
         profile.agents = agents::warmup_agents(&lines, main, &held, &facts, &mut profile.models);
+        // Every agent's Bash tool names the session's model, not its own.
+        let main_name = profile.model(&model).map(|m| m.name.clone());
         for a in &mut profile.agents {
             a.tools = skills_templates(&a.tools, env);
+            if let Some(name) = &main_name {
+                a.tools = models::templated(&a.tools, name);
+            }
         }
     }
     // Breakpoints on more than the last message (2.0.77: the last two) show

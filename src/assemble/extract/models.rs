@@ -50,7 +50,7 @@ fn params_diff(base: &Map<String, Value>, other: &Map<String, Value>) -> Map<Str
 }
 
 /// `Co-Authored-By: Claude <name>` as `{{model_name}}` in every tool.
-fn templated(tools: &[Value], name: &str) -> Vec<Value> {
+pub(super) fn templated(tools: &[Value], name: &str) -> Vec<Value> {
     let from = format!("Co-Authored-By: Claude {name} <");
     tools
         .iter()

@@ -42,7 +42,10 @@ pub struct AgentPlan {
 
 /// Every agent of `profile` rendered for `env` (the gitStatus section as
 /// the main prompt gets it).
-pub(crate) fn agent_plans(profile: &Profile, env: &SessionEnv, sys_ctx: &SystemContext) -> Vec<AgentPlan> {
+/// `model` is the session's: the tools name it (Bash's `Co-Authored-By`
+/// line is the main model's in every agent's list, 2.0.77 `--model haiku`).
+pub(crate) fn agent_plans(profile: &Profile, env: &SessionEnv, sys_ctx: &SystemContext, model: &str) -> Vec<AgentPlan> {
+    let main_name = profile.model(model).map_or(model, |m| m.name.as_str());
     profile
         .agents
         .iter()
@@ -60,7 +63,7 @@ pub(crate) fn agent_plans(profile: &Profile, env: &SessionEnv, sys_ctx: &SystemC
                     &a.tools,
                     env.date.as_deref(),
                     &super::contexts::skills_tool_lines(env),
-                    profile.model(&a.model).map_or(a.model.as_str(), |m| m.name.as_str()),
+                    main_name,
                 )),
                 betas: a.betas.clone(),
             }

@@ -189,7 +189,7 @@ impl Setup {
         }
         // The agents keep their own prompts whatever the main one is.
         if self.profile.has_prompt_text() {
-            plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx);
+            plan.agents = super::agent::agent_plans(&self.profile, &facts.env, &sys_ctx, &facts.model);
         }
         self.extra_pieces(session, &facts, &user_ctx, memory.as_ref(), &mut extras);
         (plan, extras)
