@@ -498,6 +498,14 @@ fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Res
             into.layout.name = format!("cc-{}", into.version);
         }
     }
+    // Attachment renderings it shows that the others do not (2.1.250: the
+    // agent listing's concurrency note, sent under `--system-prompt`).
+    let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
+    for t in attachments::learn(&lines, &transcripts_beside(path)) {
+        if !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
+            into.attachments.push(t);
+        }
+    }
     if let Some(p) = into.extracted_from.take() {
         into.extracted_from = Some(format!("{p}, {}", path.display()));
     }
