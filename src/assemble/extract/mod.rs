@@ -19,7 +19,9 @@
 //! `tests/fixtures/cc-2.1.88/hello` (every other 2.1.88 request is then
 //! rebuilt from it, `tests/it/system_side.rs`) and `tests/fixtures/cc-2.1.328/hello`.
 //!
-//! [`capture`] reads a capture, [`templates`] turns its text into templates;
+//! [`capture`] reads a capture, [`templates`] turns its text into templates,
+//! [`detect`] reads the layout choices its later requests show, [`models`]
+//! and [`agents`] what changes with the model and the warmed-up agents;
 //! this module builds, merges and checks the profile.
 
 use super::pipeline::contexts::{self, UserContext};
@@ -37,11 +39,13 @@ use std::path::Path;
 mod agents;
 mod attachments;
 mod capture;
+mod detect;
 mod models;
 mod reminders;
 mod templates;
 
 use capture::*;
+use detect::*;
 use templates::*;
 
 fn err(path: &Path, message: impl Into<String>) -> ProfileError {
@@ -161,180 +165,6 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
         profile.layout.name = format!("cc-{}", profile.version);
     }
     Ok((profile, model))
-}
-
-/// What the capture's `role: "system"` turns show: a last one without a
-/// breakpoint where an earlier message has one (2.1.198), the params they
-/// carry (none before 2.1.3xx) and whether a later one goes without
-/// (2.1.300).
-fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str) {
-    let before = layout.clone();
-    let marked = |m: &Value| match &m["content"] {
-        Value::Array(c) => c.iter().any(|b| b.get("cache_control").is_some()),
-        _ => false,
-    };
-    let requests = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array));
-    let mut any_system = false;
-    let mut with_params = false;
-    for ms in requests {
-        let last_unmarked_system = ms.last().is_some_and(|m| m["role"] == "system" && !marked(m));
-        if last_unmarked_system && ms.iter().any(marked) {
-            layout.breakpoint_skips_system = true;
-        }
-        let systems: Vec<&Value> = ms.iter().filter(|m| m["role"] == "system").collect();
-        let has = |m: &Value| layout.system_message_params.iter().any(|p| m.get(p).is_some());
-        any_system |= !systems.is_empty();
-        with_params |= systems.iter().any(|m| has(m));
-        if systems.len() > 1 && has(systems[0]) && systems.iter().skip(1).any(|m| !has(m)) {
-            layout.system_message_params_first_only = true;
-        }
-    }
-    if any_system && !with_params {
-        layout.system_message_params.clear();
-    }
-    // A param of the first request that a later one goes without is the
-    // process's, not the release's: its value is the session's record.
-    let bodies: Vec<&Value> =
-        lines.iter().filter_map(|v| v.get("body")).filter(|b| b.get("messages").is_some()).collect();
-    if let Some((first, rest)) = bodies.split_first()
-        && let Some(params) = first.as_object()
-    {
-        // Side calls (title, topic checks) send other tools: not compared.
-        let same_tools: Vec<&&Value> = rest.iter().filter(|b| b.get("tools") == first.get("tools")).collect();
-        let own =
-            |k: &&String| !matches!(k.as_str(), "model" | "messages" | "system" | "tools" | "metadata" | "stream");
-        for k in params.keys().filter(own) {
-            if same_tools.iter().any(|b| b.get(k).is_none()) && !layout.params_from_records.contains(k) {
-                layout.params_from_records.push(k.clone());
-            }
-        }
-    }
-    if let Some((first, rest)) = bodies.split_first() {
-        resumed_drops(layout, first, rest);
-    }
-    if *layout != before {
-        layout.name = format!("cc-{version}");
-    }
-}
-
-/// Texts a later request of the capture (a resumed process) leaves out of
-/// the first request's last system block (2.1.198 resume-multi-prompt: the
-/// model line's ` (1M context)` and `[1m]`): each a deletion of at most 64
-/// bytes, found left to right; nothing when the texts differ otherwise.
-fn resumed_drops(layout: &mut Layout, first: &Value, rest: &[&Value]) {
-    let last_text =
-        |b: &Value| b.pointer("/system").and_then(Value::as_array)?.last()?.get("text")?.as_str().map(str::to_string);
-    let Some(a) = last_text(first) else { return };
-    let tools_len = |b: &Value| b.get("tools").and_then(Value::as_array).map(Vec::len);
-    for body in rest.iter().filter(|b| tools_len(b) == tools_len(first)) {
-        let Some(b) = last_text(body) else { continue };
-        if b == a || !layout.resumed_drops.is_empty() {
-            continue;
-        }
-        let mut drops = Vec::new();
-        let mut a_rest = a.as_str();
-        let mut b_rest = b.as_str();
-        while a_rest != b_rest {
-            let p = a_rest.bytes().zip(b_rest.bytes()).take_while(|(x, y)| x == y).count();
-            let probe = b_rest.get(p..(p + 24).min(b_rest.len())).unwrap_or("");
-            let Some(k) = (1..=64).find(|&k| a_rest.get(p + k..).is_some_and(|t| t.starts_with(probe))) else {
-                return;
-            };
-            let Some(d) = a_rest.get(p..p + k) else { return };
-            drops.push(d.to_string());
-            a_rest = &a_rest[p + k..];
-            b_rest = &b_rest[p..];
-        }
-        // The tools lose every occurrence of them (Bash's Co-Authored-By
-        // line names the model too), or they are not the resumed process's.
-        let mut tools = first.get("tools").map(Value::to_string).unwrap_or_default();
-        for d in &drops {
-            tools = tools.replace(d.as_str(), "");
-        }
-        if Some(tools) == body.get("tools").map(Value::to_string) {
-            layout.resumed_drops = drops;
-        }
-    }
-}
-
-/// The members a capture's `role: "system"` messages carry besides `role`
-/// and `content` (2.1.328: `output_config`, the request's own value), in
-/// their order; `None` when no request has a system message.
-fn system_message_members(lines: &[Value]) -> Option<Vec<String>> {
-    let mut seen = false;
-    let mut out: Vec<String> = Vec::new();
-    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
-    for m in messages.filter(|m| m["role"] == "system") {
-        seen = true;
-        for k in m.as_object().into_iter().flat_map(|o| o.keys()) {
-            if k != "role" && k != "content" && !out.contains(k) {
-                out.push(k.clone());
-            }
-        }
-    }
-    seen.then_some(out)
-}
-
-/// Whether the captures show user messages merged as they are: a text
-/// block followed by another in its message that a transcript holds as a
-/// whole string prompt, without the merge's `"\n"`, and no block that holds
-/// one with it.
-fn merges_plain(lines: &[Value], held: &[String]) -> bool {
-    let prompt = |t: &str| {
-        let esc = serde_json::to_string(t).unwrap_or_default();
-        held.iter().any(|h| h.contains(&format!("\"role\":\"user\",\"content\":{esc}}}")))
-    };
-    let (mut plain, mut newline) = (false, false);
-    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
-    for m in messages.filter(|m| m["role"] == "user") {
-        let Some(blocks) = m.get("content").and_then(Value::as_array) else { continue };
-        for b in blocks.iter().take(blocks.len().saturating_sub(1)) {
-            let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
-            match t.strip_suffix('\n') {
-                Some(s) if !s.is_empty() && prompt(s) => newline = true,
-                _ if !t.ends_with('\n') && prompt(t) => plain = true,
-                _ => {}
-            }
-        }
-    }
-    plain && !newline
-}
-
-/// Whether a captured request carries a string tool result with a
-/// `<system-reminder>` after its text that no transcript beside the capture
-/// holds so (the transcript has the result and the reminder apart).
-fn joins_tool_results(lines: &[Value], held: &[String]) -> bool {
-    lines
-        .iter()
-        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|m| m.get("content").and_then(Value::as_array))
-        .flatten()
-        .filter(|b| b["type"] == "tool_result")
-        .filter_map(|b| b.get("content").and_then(Value::as_str))
-        .any(|c| c.contains("\n\n<system-reminder>\n") && !held_by(held, c))
-}
-
-/// Each captured Messages request whose billing header has a `cch` other
-/// than the placeholder: its raw body with the placeholder put back, and
-/// that `cch`.
-fn attested_samples(lines: &[Value]) -> Vec<(Vec<u8>, String)> {
-    use base64::Engine;
-    let mut out = Vec::new();
-    for v in lines {
-        let header = v.pointer("/body/system/0/text").and_then(Value::as_str).unwrap_or("");
-        let Some(cch) = header.strip_prefix("x-anthropic-billing-header:").and_then(|h| {
-            h.split(';').find_map(|p| p.trim().strip_prefix("cch=")).filter(|c| c.len() == 5 && *c != "00000")
-        }) else {
-            continue;
-        };
-        let raw = v.get("raw_b64").and_then(Value::as_str).unwrap_or("");
-        let Ok(mut raw) = base64::engine::general_purpose::STANDARD.decode(raw) else { continue };
-        let Some(at) = memchr::memmem::find(&raw, format!("cch={cch};").as_bytes()) else { continue };
-        raw[at..at + 9].copy_from_slice(wire::CCH_PLACEHOLDER);
-        out.push((raw, cch.to_string()));
-    }
-    out
 }
 
 /// One profile from several captures of one release (each with its own
