@@ -398,6 +398,11 @@ pub struct Profile {
     /// line); found by comparing a capture with skills to one without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_note: Option<String>,
+    /// The tool list a session run with `--system-prompt` gets, when it is
+    /// not [`Profile::tools`] (2.1.250: the Agent tool's "Reach for this
+    /// when…" paragraph); learned from a capture run so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_prompt_tools: Option<Vec<Value>>,
 }
 
 /// What one model of a release gets instead of the profile's prompt and

@@ -179,3 +179,37 @@ fn issue_12_2_1_288_without_records_sends_safeguards_on_a_process_first_request(
         assert_eq!(code, Some(0), "{s}");
     }
 }
+
+/// `ctxasm profile capture`'s `--system-prompt` probe of 2.1.250: the
+/// capture teaches the tools a custom prompt gets (the Agent tool's extra
+/// paragraph) and the agent listing's concurrency note, and the session is
+/// rebuilt byte-equal from its environment's argv (no what-if flag).
+#[test]
+fn issue_12_2_1_250_custom_prompt_capture_teaches_its_tools_and_listing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = "tests/fixtures/cc-2.1.250";
+    let from = ["hello", "bash-tool", "memory-files", "model-haiku", "custom-system-prompt"];
+    let out = tmp.path().join("p.json");
+    let mut args: Vec<String> = vec!["profile".into(), "extract".into()];
+    args.extend(from.iter().map(|s| format!("{root}/{s}/wire.jsonl")));
+    for s in from {
+        args.extend(["--env".into(), format!("{root}/{s}/env")]);
+    }
+    args.extend(["-o".into(), out.to_string_lossy().into_owned()]);
+    let o = crate::common::ctxasm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let profile = out.to_str().unwrap();
+    let (code, counts, v) = verify("cc-2.1.250", "custom-system-prompt", &["--profile", profile, "--mode", "pipeline"]);
+    assert_eq!((code, counts), (Some(0), [1, 1, 1, 0, 0]), "{}", v["mismatches"]);
+    let p: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(p["custom_prompt_tools"].as_array().map(Vec::len), p["tools"].as_array().map(Vec::len));
+    let notes: Vec<&Value> =
+        p["attachments"].as_array().unwrap().iter().filter(|t| t["kind"] == "agent_listing_delta").collect();
+    let shown: Vec<&Value> = notes.iter().map(|t| &t["when"]["showConcurrencyNote"]).collect();
+    assert_eq!(shown, [&Value::Bool(false), &Value::Bool(true)]);
+    // The plain sessions keep the plain tools.
+    for (s, n) in [("hello", 1), ("bash-tool", 2)] {
+        let (code, counts, v) = verify("cc-2.1.250", s, &["--profile", profile, "--mode", "pipeline"]);
+        assert_eq!((code, counts), (Some(0), [n, n, n, 0, 0]), "{s}: {}", v["mismatches"]);
+    }
+}

@@ -231,7 +231,7 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
         merge(&mut merged, other);
     }
     for (path, env) in variants {
-        prompt_variant(&mut merged, path, &choice(&env))?;
+        prompt_variant(&mut merged, path, &choice(&env), env)?;
     }
     Ok(merged)
 }
@@ -299,7 +299,12 @@ fn skills_note(into: &mut Profile, other: &mut Profile) {
 /// CLI prefix (1.0.128: a custom prompt's is the one later releases give an
 /// appended prompt) and what joins the appended text to the gitStatus
 /// section after it (1.0.128, 2.0.77: `\n`).
-fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Result<(), ProfileError> {
+fn prompt_variant(
+    into: &mut Profile,
+    path: &Path,
+    choice: &PromptChoice,
+    env: Option<&SessionEnv>,
+) -> Result<(), ProfileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
     let req = text
         .lines()
@@ -317,6 +322,15 @@ fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Res
     let prefix = block(0).to_string();
     if choice.custom.is_some() {
         into.cli_prefix.sdk_with_custom = (prefix != into.cli_prefix.sdk).then_some(prefix);
+        // The tools a custom prompt gets, templated as the profile's are
+        // (2.1.250: the Agent tool gains a paragraph), when they differ.
+        let mut tools = skills_templates(&any_month_templates(&cap.tools), env);
+        if let Some(name) = into.model(&cap.model).map(|m| m.name.clone()) {
+            tools = models::templated(&tools, &name);
+        }
+        if tools != into.tools && tools.len() == into.tools.len() {
+            into.custom_prompt_tools = Some(tools);
+        }
     } else if let Some(a) = &choice.append {
         into.cli_prefix.sdk_with_append = prefix;
         let prompt: Vec<&str> = (1..cap.system.len()).map(block).collect();
@@ -328,11 +342,13 @@ fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Res
             into.layout.name = format!("cc-{}", into.version);
         }
     }
-    // Attachment renderings it shows that the others do not (2.1.250: the
-    // agent listing's concurrency note, sent under `--system-prompt`).
+    // Other cases of the attachment kinds the profile renders that it shows
+    // (2.1.250: the agent listing's concurrency note, sent under
+    // `--system-prompt`); kinds the release writes rendered stay so.
     let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
     for t in attachments::learn(&lines, &transcripts_beside(path)) {
-        if !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
+        let known_kind = into.attachments.iter().any(|x| x.kind == t.kind);
+        if known_kind && !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
             into.attachments.push(t);
         }
     }
@@ -340,6 +356,26 @@ fn prompt_variant(into: &mut Profile, path: &Path, choice: &PromptChoice) -> Res
         into.extracted_from = Some(format!("{p}, {}", path.display()));
     }
     Ok(())
+}
+
+/// The tools with "The current month is <Month YYYY>" as `{{month_year}}`,
+/// whatever the month (a capture whose date is not known).
+fn any_month_templates(tools: &[Value]) -> Vec<Value> {
+    const AT: &str = "The current month is ";
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            let Some(at) = text.find(AT).map(|a| a + AT.len()) else { return t.clone() };
+            let Some(len) = text[at..].find('.') else { return t.clone() };
+            let month = &text[at..at + len];
+            if !month.ends_with(|c: char| c.is_ascii_digit()) || month.len() > 20 {
+                return t.clone();
+            }
+            let templated = format!("{}{{{{month_year}}}}{}", &text[..at], &text[at + len..]);
+            serde_json::from_str(&templated).unwrap_or_else(|_| t.clone())
+        })
+        .collect()
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.
@@ -585,6 +621,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         agents: Vec::new(),
         memory: env.and_then(|e| captured_claude_md(&cap.first_texts, e)).map(|(_, _, s)| s).unwrap_or_default(),
         skills_note: None,
+        custom_prompt_tools: None,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -294,8 +294,12 @@ impl Setup {
             .or_else(|| {
                 let model_name = p.model(&facts.model).map_or(facts.model.as_str(), |m| m.name.as_str());
                 let skills = super::contexts::skills_tool_lines(env);
-                (!p.tools.is_empty())
-                    .then(|| crate::profile::render_tool_list(&p.tools, env.date.as_deref(), &skills, model_name))
+                let list = match (&p.custom_prompt_tools, &choice.custom) {
+                    (Some(t), Some(_)) => t,
+                    _ => &p.tools,
+                };
+                (!list.is_empty())
+                    .then(|| crate::profile::render_tool_list(list, env.date.as_deref(), &skills, model_name))
             })
             .or_else(|| snapshot.and_then(|s| s.tools.clone()))
             .unwrap_or_else(|| session_tools(session));
