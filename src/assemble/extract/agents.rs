@@ -5,7 +5,7 @@
 //! model's name and cutoff), its gitStatus section cut off; its tools,
 //! model and betas are kept verbatim.
 
-use super::capture::header_value;
+use super::capture::request_betas;
 use super::templates::{Facts, scan_models, split_git_status, templatize};
 use crate::profile::{AgentProfile, ModelInfo};
 use serde_json::Value;
@@ -74,11 +74,7 @@ pub(super) fn warmup_agents(
             prefix: text(&system[0]),
             git_status: git.is_some(),
             tools,
-            betas: req
-                .get("headers")
-                .and_then(|h| header_value(h, "anthropic-beta"))
-                .map(|b| b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-                .unwrap_or_default(),
+            betas: request_betas(req),
         };
         if !out.contains(&agent) {
             out.push(agent);

@@ -170,7 +170,7 @@ fn roles_of_rendered(held: &[String], texts: &[(String, String)]) -> Vec<Attachm
 /// turn's whole text, a user message's text blocks one by one.
 fn message_texts(wire_lines: &[Value]) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
-    for m in wire_lines.iter().filter_map(|l| l.pointer("/body/messages").and_then(Value::as_array)).flatten() {
+    for m in super::capture::message_lists(wire_lines).flatten() {
         let role = m["role"].as_str().unwrap_or("");
         let texts: Vec<&str> = match &m["content"] {
             Value::String(s) => vec![s.as_str()],

@@ -92,16 +92,45 @@ pub(super) fn from_wire(path: &Path, req: &Value) -> Result<Capture, ProfileErro
             })
             .unwrap_or_default(),
         lead_params,
-        betas: req
-            .get("headers")
-            .and_then(|h| header_value(h, "anthropic-beta"))
-            .map(|b| b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
-            .unwrap_or_default(),
+        betas: request_betas(req),
         model: body.get("model").and_then(Value::as_str).unwrap_or("").to_string(),
         first_texts,
         texts,
         models: Vec::new(),
     })
+}
+
+/// The message list of each captured request (every line with a body).
+pub(super) fn message_lists(lines: &[Value]) -> impl Iterator<Item = &Vec<Value>> {
+    lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
+}
+
+/// Every content block of every captured message.
+pub(super) fn content_blocks(lines: &[Value]) -> impl Iterator<Item = &Value> {
+    message_lists(lines).flatten().filter_map(|m| m.get("content").and_then(Value::as_array)).flatten()
+}
+
+/// A captured request's `anthropic-beta` values, in order.
+pub(super) fn request_betas(req: &Value) -> Vec<String> {
+    req.get("headers")
+        .and_then(|h| header_value(h, "anthropic-beta"))
+        .map(|b| b.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// Every tool with `from` replaced by `to` in its JSON text (a tool without
+/// `from` is cloned as it is): how the tool templates are made.
+pub(super) fn replace_in_tools(tools: &[Value], from: &str, to: &str) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|t| {
+            let text = t.to_string();
+            match text.contains(from) {
+                true => serde_json::from_str(&text.replace(from, to)).unwrap_or_else(|_| t.clone()),
+                false => t.clone(),
+            }
+        })
+        .collect()
 }
 
 pub(super) fn header_value<'a>(headers: &'a Value, name: &str) -> Option<&'a str> {

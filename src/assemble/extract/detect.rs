@@ -5,6 +5,7 @@
 //! attested `cch` of the native client. Each detector reads the captured
 //! lines (and the transcripts beside them) and returns or sets layout data.
 
+use super::capture::{content_blocks, message_lists};
 use super::held_by;
 use crate::assemble::wire;
 use crate::profile::Layout;
@@ -20,7 +21,7 @@ pub(super) fn system_turns_layout(layout: &mut Layout, lines: &[Value], version:
         Value::Array(c) => c.iter().any(|b| b.get("cache_control").is_some()),
         _ => false,
     };
-    let requests = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array));
+    let requests = message_lists(lines);
     let mut any_system = false;
     let mut with_params = false;
     for ms in requests {
@@ -110,8 +111,7 @@ pub(super) fn resumed_drops(layout: &mut Layout, first: &Value, rest: &[&Value])
 pub(super) fn system_message_members(lines: &[Value]) -> Option<Vec<String>> {
     let mut seen = false;
     let mut out: Vec<String> = Vec::new();
-    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
-    for m in messages.filter(|m| m["role"] == "system") {
+    for m in message_lists(lines).flatten().filter(|m| m["role"] == "system") {
         seen = true;
         for k in m.as_object().into_iter().flat_map(|o| o.keys()) {
             if k != "role" && k != "content" && !out.contains(k) {
@@ -132,8 +132,7 @@ pub(super) fn merges_plain(lines: &[Value], held: &[String]) -> bool {
         held.iter().any(|h| h.contains(&format!("\"role\":\"user\",\"content\":{esc}}}")))
     };
     let (mut plain, mut newline) = (false, false);
-    let messages = lines.iter().filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array)).flatten();
-    for m in messages.filter(|m| m["role"] == "user") {
+    for m in message_lists(lines).flatten().filter(|m| m["role"] == "user") {
         let Some(blocks) = m.get("content").and_then(Value::as_array) else { continue };
         for b in blocks.iter().take(blocks.len().saturating_sub(1)) {
             let Some(t) = b.get("text").and_then(Value::as_str) else { continue };
@@ -151,12 +150,7 @@ pub(super) fn merges_plain(lines: &[Value], held: &[String]) -> bool {
 /// `<system-reminder>` after its text that no transcript beside the capture
 /// holds so (the transcript has the result and the reminder apart).
 pub(super) fn joins_tool_results(lines: &[Value], held: &[String]) -> bool {
-    lines
-        .iter()
-        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|m| m.get("content").and_then(Value::as_array))
-        .flatten()
+    content_blocks(lines)
         .filter(|b| b["type"] == "tool_result")
         .filter_map(|b| b.get("content").and_then(Value::as_str))
         .any(|c| c.contains("\n\n<system-reminder>\n") && !held_by(held, c))

@@ -98,12 +98,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     let marked = |m: &Value| {
         m.get("content").and_then(Value::as_array).is_some_and(|c| c.iter().any(|b| b.get("cache_control").is_some()))
     };
-    let most = lines
-        .iter()
-        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
-        .map(|ms| ms.iter().filter(|m| marked(m)).count())
-        .max()
-        .unwrap_or(1);
+    let most = message_lists(&lines).map(|ms| ms.iter().filter(|m| marked(m)).count()).max().unwrap_or(1);
     if wire.is_some() && most > profile.layout.message_breakpoints {
         profile.layout.message_breakpoints = most;
         profile.layout.name = format!("cc-{}", profile.version);
@@ -306,12 +301,9 @@ fn prompt_variant(
     env: Option<&SessionEnv>,
 ) -> Result<(), ProfileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
-    let req = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v.pointer("/body/messages").is_some())
-        .ok_or_else(|| err(path, "no /v1/messages request"))?;
-    let cap = from_wire(path, &req)?;
+    let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
+    let req = lines.iter().find(|v| is_messages_request(v)).ok_or_else(|| err(path, "no /v1/messages request"))?;
+    let cap = from_wire(path, req)?;
     if cap.version != into.version {
         return Err(err(
             path,
@@ -345,7 +337,6 @@ fn prompt_variant(
     // Other cases of the attachment kinds the profile renders that it shows
     // (2.1.250: the agent listing's concurrency note, sent under
     // `--system-prompt`); kinds the release writes rendered stay so.
-    let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
     for t in attachments::learn(&lines, &transcripts_beside(path)) {
         let known_kind = into.attachments.iter().any(|x| x.kind == t.kind);
         if known_kind && !into.attachments.iter().any(|x| x.kind == t.kind && x.when == t.when) {
@@ -362,20 +353,16 @@ fn prompt_variant(
 /// whatever the month (a capture whose date is not known).
 fn any_month_templates(tools: &[Value]) -> Vec<Value> {
     const AT: &str = "The current month is ";
-    tools
-        .iter()
-        .map(|t| {
-            let text = t.to_string();
-            let Some(at) = text.find(AT).map(|a| a + AT.len()) else { return t.clone() };
-            let Some(len) = text[at..].find('.') else { return t.clone() };
-            let month = &text[at..at + len];
-            if !month.ends_with(|c: char| c.is_ascii_digit()) || month.len() > 20 {
-                return t.clone();
-            }
-            let templated = format!("{}{{{{month_year}}}}{}", &text[..at], &text[at + len..]);
-            serde_json::from_str(&templated).unwrap_or_else(|_| t.clone())
-        })
-        .collect()
+    let month = tools.iter().find_map(|t| {
+        let text = t.to_string();
+        let at = text.find(AT)? + AT.len();
+        let month = &text[at..at + text[at..].find('.')?];
+        (month.ends_with(|c: char| c.is_ascii_digit()) && month.len() <= 20).then(|| month.to_string())
+    });
+    match month {
+        Some(m) => replace_in_tools(tools, &format!("{AT}{m}"), "The current month is {{month_year}}"),
+        None => tools.to_vec(),
+    }
 }
 
 /// Add to `into` what `other`, a capture of the same release, shows.

@@ -52,17 +52,7 @@ fn params_diff(base: &Map<String, Value>, other: &Map<String, Value>) -> Map<Str
 /// `Co-Authored-By: Claude <name>` as `{{model_name}}` in every tool.
 pub(super) fn templated(tools: &[Value], name: &str) -> Vec<Value> {
     let from = format!("Co-Authored-By: Claude {name} <");
-    tools
-        .iter()
-        .map(|t| {
-            let text = t.to_string();
-            if !text.contains(&from) {
-                return t.clone();
-            }
-            serde_json::from_str(&text.replace(&from, "Co-Authored-By: Claude {{model_name}} <"))
-                .unwrap_or_else(|_| t.clone())
-        })
-        .collect()
+    super::capture::replace_in_tools(tools, &from, "Co-Authored-By: Claude {{model_name}} <")
 }
 
 #[cfg(test)]

@@ -57,12 +57,7 @@ pub(super) fn attachment_texts(lines: &[Value], held: &[String]) -> BTreeMap<Str
 
 /// The string content of the first captured `tool_result` for `id`.
 fn sent_result<'v>(lines: &'v [Value], id: &str) -> Option<&'v str> {
-    lines
-        .iter()
-        .filter_map(|v| v.pointer("/body/messages").and_then(Value::as_array))
-        .flatten()
-        .filter_map(|m| m.get("content").and_then(Value::as_array))
-        .flatten()
+    super::capture::content_blocks(lines)
         .find(|b| b["type"] == "tool_result" && b.get("tool_use_id").and_then(Value::as_str) == Some(id))
         .and_then(|b| b.get("content").and_then(Value::as_str))
 }

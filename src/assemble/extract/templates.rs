@@ -3,6 +3,7 @@
 //! `{{…}}` variables, and the gitStatus, user-context and skills reminders
 //! become the profile's templates.
 
+use super::capture::replace_in_tools;
 use crate::env::{GitFacts, SessionEnv};
 use crate::profile::{GitStatusTemplate, MemoryStyle, ModelInfo, SkillsTemplate, UserContextTemplate};
 use serde_json::Value;
@@ -553,32 +554,12 @@ pub(super) fn skills_templates(tools: &[Value], env: Option<&SessionEnv>) -> Vec
     if inner.is_empty() {
         return tools.to_vec();
     }
-    tools
-        .iter()
-        .map(|t| {
-            let text = t.to_string();
-            match text.contains(inner) {
-                true => serde_json::from_str(&text.replace(inner, "{{skills}}")).unwrap_or_else(|_| t.clone()),
-                false => t.clone(),
-            }
-        })
-        .collect()
+    replace_in_tools(tools, inner, "{{skills}}")
 }
 
 /// The tools with "The current month is <Month YYYY>" of the capture's
 /// `date` as `{{month_year}}` (see [`super::TOOL_VARS`]).
 pub(super) fn month_templates(tools: &[Value], date: Option<&str>) -> Vec<Value> {
     let Some(my) = date.and_then(crate::time::month_year) else { return tools.to_vec() };
-    let from = format!("The current month is {my}");
-    tools
-        .iter()
-        .map(|t| {
-            let text = t.to_string();
-            if !text.contains(&from) {
-                return t.clone();
-            }
-            serde_json::from_str(&text.replace(&from, "The current month is {{month_year}}"))
-                .unwrap_or_else(|_| t.clone())
-        })
-        .collect()
+    replace_in_tools(tools, &format!("The current month is {my}"), "The current month is {{month_year}}")
 }
