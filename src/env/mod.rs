@@ -176,6 +176,16 @@ impl SessionEnv {
         self.argv.first().map(|a| a.iter().any(|x| x == "-p" || x == "--print"))
     }
 
+    /// The memory roots of this snapshot: its cwd and home, with the
+    /// captured project tree and `~/.claude` (a snapshot's files are read,
+    /// not the machine's).
+    pub fn memory_roots(&self) -> memory::MemoryRoots {
+        let mut roots = memory::MemoryRoots::new(&self.cwd, &self.home);
+        roots.project_dir = self.project_dir.clone();
+        roots.home_claude_dir = self.home_claude_dir.clone();
+        roots
+    }
+
     /// The value the first CLI process got for `flag` (`--system-prompt
     /// X`), as the snapshot's argv records it.
     pub fn flag(&self, flag: &str) -> Option<&str> {

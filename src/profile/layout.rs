@@ -123,6 +123,15 @@ fn one() -> usize {
     1
 }
 
+impl Layout {
+    /// Merging consecutive user messages appends `"\n"` to the earlier one:
+    /// neither field says otherwise (`merge_newline` off, 2.1.50;
+    /// `merge_without_newline`, 2.0.77: each found on its own release).
+    pub fn merges_with_newline(&self) -> bool {
+        self.merge_newline && !self.merge_without_newline
+    }
+}
+
 impl Default for Layout {
     /// Every choice off, one message breakpoint, the merge's newline.
     fn default() -> Self {

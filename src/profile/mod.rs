@@ -607,6 +607,18 @@ impl Profile {
         std::borrow::Cow::Owned(p)
     }
 
+    /// How this release renders the memory files: [`Profile::memory`] with
+    /// the layout's `memory_untrimmed` / `memory_comments` (the same facts,
+    /// found on other releases) applied.
+    pub fn memory_style(&self) -> MemoryStyle {
+        let (m, l) = (&self.memory, &self.layout);
+        MemoryStyle {
+            trim: m.trim && !l.memory_untrimmed,
+            strip_comments: m.strip_comments && !l.memory_comments,
+            rules: m.rules,
+        }
+    }
+
     /// The model-table entry of `model_id`.
     pub fn model(&self, model_id: &str) -> Option<&ModelInfo> {
         self.models.iter().find(|m| m.id == model_id)

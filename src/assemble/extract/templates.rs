@@ -403,11 +403,16 @@ fn claude_md_user_context(
 /// in `form` (comments kept, untrimmed: see
 /// [`crate::profile::Layout::memory_comments`] and `memory_untrimmed`).
 fn claude_md_of(env: &SessionEnv, (comments, untrimmed): (bool, bool)) -> Option<String> {
-    let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
-    roots.project_dir = env.project_dir.clone();
-    roots.home_claude_dir = env.home_claude_dir.clone();
-    roots.keep_comments = comments;
-    crate::env::memory::load(&roots).render_claude_md_as(!untrimmed)
+    render_claude_md(env, &MemoryStyle { trim: !untrimmed, strip_comments: !comments, rules: true })
+}
+
+/// The session's claudeMd text, its snapshot's memory files rendered in
+/// `style`.
+fn render_claude_md(env: &SessionEnv, style: &MemoryStyle) -> Option<String> {
+    let mut roots = env.memory_roots();
+    roots.keep_comments = !style.strip_comments;
+    roots.no_rules = !style.rules;
+    crate::env::memory::load(&roots).render_claude_md_as(style.trim)
 }
 
 /// How the capture's claudeMd section renders the memory files: (comments
@@ -438,14 +443,7 @@ pub(super) fn memory_form(texts: &[String], env: Option<&SessionEnv>) -> (bool, 
 /// files as written: 1.0.128, 2.0.77).
 pub(super) fn captured_claude_md<'t>(texts: &'t [String], env: &SessionEnv) -> Option<(&'t str, String, MemoryStyle)> {
     let t = texts.iter().find(|t| t.starts_with("<system-reminder>") && t.contains("\n# claudeMd\n"))?;
-    let render = |style: &MemoryStyle| {
-        let mut roots = crate::env::memory::MemoryRoots::new(&env.cwd, &env.home);
-        roots.project_dir = env.project_dir.clone();
-        roots.home_claude_dir = env.home_claude_dir.clone();
-        roots.keep_comments = !style.strip_comments;
-        roots.no_rules = !style.rules;
-        crate::env::memory::load(&roots).render_claude_md_as(style.trim)
-    };
+    let render = |style: &MemoryStyle| render_claude_md(env, style);
     // The section a style renders must be followed by the next section
     // (`\n# `) or the reminder's last paragraph (`\n\n` and its indent):
     // a trimmed text is also a prefix of the same text as written.

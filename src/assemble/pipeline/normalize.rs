@@ -69,11 +69,8 @@ pub struct Rules<'a> {
     /// text after `"\n\n"` (memory-files and long-session captures).
     pub attachments_into_tool_result: bool,
     /// Rule 4 without the `"\n"`: the blocks are concatenated as they are
-    /// (2.1.50, `layout.merge_newline` off).
+    /// (2.1.50, 2.0.77: [`crate::profile::Layout::merges_with_newline`] off).
     pub merge_plain: bool,
-    /// 2.0.77: merged user messages are concatenated as they are (no `"\n"`
-    /// appended to the earlier one).
-    pub merge_without_newline: bool,
 }
 
 /// What normalization dropped or merged.
@@ -398,7 +395,6 @@ fn merge_user<'a>(bump: &'a Bump, prev: &mut Vec<Json<'a>>, next: Vec<Json<'a>>,
         return;
     }
     if !rules.merge_plain
-        && !rules.merge_without_newline
         && let Some(last) = prev.last_mut()
         && last.get_str("type") == Some("text")
         && let Some(text) = last.get_str("text")

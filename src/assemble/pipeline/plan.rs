@@ -77,7 +77,8 @@ pub struct Plan {
     pub system_attachments_as_user: bool,
     /// Attachment text after a string tool result is joined to it (2.1.88).
     pub attachments_into_tool_result: bool,
-    /// Merged user messages are joined with a `"\n"` (`layout.merge_newline`).
+    /// Merged user messages are joined with a `"\n"`
+    /// ([`crate::profile::Layout::merges_with_newline`]).
     pub merge_newline: bool,
     /// The message breakpoint's `cache_control` value.
     pub cache_control: serde_json::Value,
@@ -86,8 +87,6 @@ pub struct Plan {
     /// Param names sent between `messages` and `system` (1.0.x:
     /// `temperature`).
     pub params_before_system: Vec<String>,
-    /// Merged user messages get no `\n` (2.0.77).
-    pub merge_without_newline: bool,
     /// User messages keep their one text block in a resumed process (1.0.x,
     /// 2.0.x)…
     pub user_text_as_blocks: bool,
@@ -138,12 +137,11 @@ impl Plan {
             process_params: Vec::new(),
             system_attachments_as_user: l.system_attachments_as_user,
             attachments_into_tool_result: l.attachments_into_tool_result,
-            merge_newline: l.merge_newline,
+            merge_newline: l.merges_with_newline(),
             cache_control: serde_json::json!({"type": "ephemeral"}),
             message_breakpoints: l.message_breakpoints,
             params_before_system: l.params_before_system.clone(),
             user_text_as_blocks: l.user_text_as_blocks,
-            merge_without_newline: l.merge_without_newline,
             resumed_processes: Vec::new(),
             model: None,
             attachment_templates: profile.attachments.clone(),
@@ -310,7 +308,6 @@ impl<'a> Statics<'a> {
                 system_attachments_as_user: plan.system_attachments_as_user,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
                 merge_plain: !plan.merge_newline,
-                merge_without_newline: plan.merge_without_newline,
             },
             agents: plan.agents.iter().map(|a| super::agent::AgentStatics::new(bump, a)).collect(),
             process_systems: plan

@@ -38,7 +38,7 @@ use super::system_prompt::{PromptChoice, cli_prefix, cli_prefix_of, effective_sy
 use crate::corpus::Session;
 use crate::diag::DiagKind;
 use crate::env::SessionEnv;
-use crate::env::memory::{self, Memory, MemoryRoots};
+use crate::env::memory::{self, Memory};
 use crate::model::content::BlockKind;
 use crate::model::entry::{Entry, EntryKind};
 use crate::profile::Profile;
@@ -138,7 +138,10 @@ impl Setup {
     pub fn prepare(&self, session: &Session<'_, '_>) -> (Plan, Extras) {
         let facts = self.facts(session);
         let mut extras = Extras::default();
-        let mut plan = self.base_plan(&facts.model, facts.explicit_model);
+        // The profile as the session's model gets it (one copy per session
+        // when that model has a variant).
+        let variant = self.profile.for_session_model(&facts.model, facts.explicit_model);
+        let mut plan = self.base_plan(&variant, &facts.model);
         render_param_vars(&mut plan.params, &facts.env);
         if self.overrides.effort.is_none() {
             plan.process_params = process_params(&plan, &facts.env.argv);
@@ -160,8 +163,7 @@ impl Setup {
         // No recorded shape: the prompt is rendered from the profile; the
         // system messages carry the layout's params all the same (2.1.288
         // and records-free 2.1.328 send `output_config` without records).
-        // Each file's text trimmed unless the release sends it as written.
-        let trim = self.profile.memory.trim && !self.profile.layout.memory_untrimmed;
+        let trim = self.profile.memory_style().trim;
         let claude_md = memory.as_ref().and_then(|m| m.render_claude_md_as(trim));
         let (user_ctx, sys_ctx) = contexts(&self.profile, &facts.env, claude_md);
         let snapshot = self.profile.layout.system_from_snapshot.then(|| session_snapshot(session)).flatten();
@@ -173,7 +175,7 @@ impl Setup {
             choice.custom = choice.custom.or_else(|| from_argv("--system-prompt"));
             choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
         }
-        plan.system = self.rendered_system(session, &facts, &choice, &sys_ctx, snapshot.as_ref());
+        plan.system = self.rendered_system(&variant, session, &facts, &choice, &sys_ctx, snapshot.as_ref());
         let drops = &self.profile.layout.resumed_drops;
         plan.resumed_system = resumed_blocks(&plan.system, drops);
         if let (SystemSource::Rendered { tools: Some(t), .. }, false) = (&plan.system, drops.is_empty()) {
@@ -181,7 +183,7 @@ impl Setup {
             let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
             plan.resumed_tools = serde_json::from_str::<Value>(&text).ok().filter(|r| r != t);
         }
-        plan.process_systems = self.process_systems(session, &facts, &choice, &sys_ctx);
+        plan.process_systems = self.process_systems(&variant, session, &facts, &choice, &sys_ctx);
         if facts.non_interactive {
             let resumed =
                 |a: &Vec<String>| a.iter().any(|x| x == "--continue" || x == "--resume" || x == "-r" || x == "-c");
@@ -227,13 +229,12 @@ impl Setup {
         SessionFacts { env, model, explicit_model, non_interactive, has_shapes }
     }
 
-    /// The plan of the profile as `model` gets it (its variant's prompt,
-    /// params and attachment renderings, its own params), with the
-    /// overrides' params, model and TTL.
-    fn base_plan(&self, model: &str, explicit: bool) -> Plan {
+    /// The plan of `profile` (the profile as `model` gets it: its variant's
+    /// prompt, params and attachment renderings) with the model's own params
+    /// and the overrides' params, model and TTL.
+    fn base_plan(&self, profile: &Profile, model: &str) -> Plan {
         let o = &self.overrides;
-        let profile = self.profile.for_session_model(model, explicit);
-        let mut plan = Plan::of_profile(&profile);
+        let mut plan = Plan::of_profile(profile);
         plan.params = profile.params_for(model);
         if let Some(effort) = &o.effort {
             match plan.params.iter_mut().find(|(k, _)| k == "output_config") {
@@ -265,14 +266,13 @@ impl Setup {
     /// first; its tools where the profile has none).
     fn rendered_system(
         &self,
+        p: &Profile,
         session: &Session<'_, '_>,
         facts: &SessionFacts,
         choice: &PromptChoice,
         sys_ctx: &SystemContext,
         snapshot: Option<&PromptSnapshot>,
     ) -> SystemSource {
-        let variant = self.profile.for_session_model(&facts.model, facts.explicit_model);
-        let p: &Profile = &variant;
         let env = &facts.env;
         let sections = match snapshot {
             Some(s) => snapshot_sections(s, choice),
@@ -313,6 +313,7 @@ impl Setup {
     /// them otherwise (`processes.rs`).
     fn process_systems(
         &self,
+        p: &Profile,
         session: &Session<'_, '_>,
         facts: &SessionFacts,
         choice: &PromptChoice,
@@ -328,7 +329,7 @@ impl Setup {
                 let env_k = super::processes::env_of(env, k);
                 (env_k.allowed_tools() != first).then(|| {
                     let f = SessionFacts { env: env_k, model: facts.model.clone(), ..*facts };
-                    match self.rendered_system(session, &f, choice, sys_ctx, None) {
+                    match self.rendered_system(p, session, &f, choice, sys_ctx, None) {
                         SystemSource::Rendered { blocks, .. } => blocks,
                         SystemSource::SessionShape(_) => Vec::new(),
                     }
@@ -354,9 +355,8 @@ impl Setup {
         let l = &p.layout;
         // The wire texts end with the "\n" the merge of consecutive user
         // messages appends (normalize rule 4).
-        // Without that "\n" (`merge_newline` off, or a layout that merges
-        // without it) they are sent as rendered.
-        let newline = l.merge_newline && !l.merge_without_newline;
+        // Without that "\n" they are sent as rendered.
+        let newline = l.merges_with_newline();
         let unmerge = |t: String| t.strip_suffix('\n').filter(|_| newline).map(str::to_string).unwrap_or(t);
         if l.user_context_message {
             let uc = render_user_context(p, user_ctx);
@@ -473,11 +473,11 @@ impl Setup {
         if project_dir.is_none() && env.home_claude_dir.is_none() {
             return None;
         }
-        let mut roots = MemoryRoots::new(&env.cwd, &env.home);
+        let style = self.profile.memory_style();
+        let mut roots = env.memory_roots();
         roots.project_dir = project_dir;
-        roots.home_claude_dir = env.home_claude_dir.clone();
-        roots.keep_comments = self.profile.layout.memory_comments || !self.profile.memory.strip_comments;
-        roots.no_rules = !self.profile.memory.rules;
+        roots.keep_comments = !style.strip_comments;
+        roots.no_rules = !style.rules;
         let m = memory::load(&roots);
         for w in &m.warnings {
             extras.warnings.push((DiagKind::MemoryRefused, format!("{}: {}", w.path, w.message)));
