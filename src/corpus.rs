@@ -53,6 +53,13 @@ impl<'a, 'd> Session<'a, 'd> {
         self.main.iter().chain(self.subagents.iter())
     }
 
+    /// Whether a file of the session records request shapes
+    /// (`api-request-shape`, 2.1.3xx): its system prompt and tools as sent.
+    pub fn has_shapes(&self) -> bool {
+        use crate::model::entry::EntryKind;
+        self.files().any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })))
+    }
+
     /// All diagnostics of the session's files.
     pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
         self.files().flat_map(|f| f.parsed.diagnostics.iter())

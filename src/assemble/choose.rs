@@ -7,7 +7,6 @@
 use super::pipeline::{Extras, Plan, Setup};
 use crate::corpus::Session;
 use crate::diag::DiagKind;
-use crate::model::entry::EntryKind;
 use crate::profile::shelf::choose;
 use crate::profile::{Choice, Shelf, Version};
 use std::path::PathBuf;
@@ -36,11 +35,6 @@ impl Chooser {
         Chooser { versions, setups, dir: shelf.dir, fallback: template }
     }
 
-    /// How many releases are cached.
-    pub fn len(&self) -> usize {
-        self.setups.len()
-    }
-
     /// True when nothing is cached.
     pub fn is_empty(&self) -> bool {
         self.setups.is_empty()
@@ -63,7 +57,7 @@ impl Chooser {
                 (&self.setups[i], Some(note))
             }
             Choice::Nothing => {
-                let note = (!has_shapes(session)).then(|| match (recorded, version) {
+                let note = (!session.has_shapes()).then(|| match (recorded, version) {
                     (_, Some(v)) => format!(
                         "Claude Code {v}: no cached profile of this release or an older one in {}; built with the \
                          built-in {} layout, which holds no prompt text or tools; `ctxasm profile capture {v}` \
@@ -95,8 +89,4 @@ impl Chooser {
 /// The `version` of the session's first entry that records one.
 fn session_version<'a>(session: &Session<'a, '_>) -> Option<&'a str> {
     session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version)
-}
-
-fn has_shapes(session: &Session<'_, '_>) -> bool {
-    session.files().any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })))
 }

@@ -40,7 +40,7 @@ use crate::diag::DiagKind;
 use crate::env::SessionEnv;
 use crate::env::memory::{self, Memory};
 use crate::model::content::BlockKind;
-use crate::model::entry::{Entry, EntryKind};
+use crate::model::entry::Entry;
 use crate::profile::Profile;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -216,9 +216,7 @@ impl Setup {
             .or_else(|| first_of(session, |e| e.as_assistant().and_then(|a| a.model).map(str::to_string)))
             .unwrap_or_default();
         let entrypoint = first_of(session, |e| e.raw.get_str("entrypoint"));
-        let has_shapes = session
-            .files()
-            .any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequestShape { .. })));
+        let has_shapes = session.has_shapes();
         // As the transcript's entrypoint says (2.1.x writes `sdk-cli` for
         // `-p`), else as the snapshot's argv does (1.0.x/2.0.x write none).
         let non_interactive = match entrypoint {

@@ -259,9 +259,7 @@ fn session_in(
     };
     let root = project_dir.parent().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     let project_path = project_dir.to_string_lossy().into_owned();
-    let has_shapes = session.files().any(|f| {
-        f.parsed.entries.iter().any(|e| matches!(e.kind, crate::model::entry::EntryKind::ApiRequestShape { .. }))
-    });
+    let has_shapes = session.has_shapes();
     let unseen_prompt = by_pipeline && !has_shapes && !opts.prompt_known;
     SessionIn {
         usage_lines: Vec::new(),
