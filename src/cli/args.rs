@@ -57,6 +57,18 @@ pub enum Command {
     #[cfg(feature = "net")]
     #[command(hide = true)]
     BenchSendBaseline(SendBaselineArgs),
+    /// A stdio MCP server with instructions and two tools, for captures and
+    /// `profile capture`'s MCP probe.
+    #[cfg(feature = "net")]
+    #[command(hide = true)]
+    MockMcp(MockMcpArgs),
+}
+
+#[derive(Args)]
+pub struct MockMcpArgs {
+    /// Print what a client receives (instructions and tools) as JSON and exit.
+    #[arg(long)]
+    pub describe: bool,
 }
 
 #[derive(Args)]

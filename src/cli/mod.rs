@@ -42,5 +42,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::MockServer(args) => commands::mock_server::run(args),
         #[cfg(feature = "net")]
         Command::BenchSendBaseline(args) => commands::bench_send_baseline::run(&args),
+        #[cfg(feature = "net")]
+        Command::MockMcp(args) => commands::mock_mcp::run(&args),
     }
 }

@@ -14,10 +14,12 @@
 //! error envelopes), [`pyjson`] (Python-compatible serializers of the
 //! reply format), [`ratelimit`] (token buckets and headers), [`batches`]
 //! (Message Batches), [`record`] (the request log), [`clock`] (server time),
-//! [`server`] (HTTP serving and the request flow).
+//! [`server`] (HTTP serving and the request flow); [`mcp`] is the stdio MCP
+//! server of `ctxasm mock-mcp`.
 
 pub mod batches;
 pub mod clock;
+pub mod mcp;
 pub mod pyjson;
 pub mod ratelimit;
 pub mod record;

@@ -15,6 +15,8 @@ pub mod batch;
 #[cfg(feature = "net")]
 pub mod bench_send_baseline;
 #[cfg(feature = "net")]
+pub mod mock_mcp;
+#[cfg(feature = "net")]
 pub mod mock_server;
 #[cfg(feature = "net")]
 pub mod profile_capture;
