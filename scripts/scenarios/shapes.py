@@ -7,12 +7,17 @@
 
 T = lambda s: {"type": "text", "text": s}
 TU = lambda name, inp: {"type": "tool_use", "name": name, "input": inp}
+# The compaction instruction asks for a <summary> block; without one the CLI
+# asks again (2.1.3xx), which no transcript shows.
+SUMMARY = {"when": {"last_user_contains": "<summary>"},
+           "reply": {"blocks": [T("<analysis>The user said hi.</analysis>\n<summary>The user greeted; I answered.</summary>")]}}
 DONE = {"when": {"last_is_tool_result": True}, "reply": {"blocks": [T("All done.")]}}
 
 SCENARIOS = [
     # Rows 1, 2 (and 5, 6 on 2.1.88): a prompt, a /compact-only process, a new prompt.
     {"name": "compact-resume", "files": {"README.md": "# demo\n"},
-     "rules": [{"when": {"last_user_contains": "first"}, "reply": {"blocks": [T("First answer.")]}},
+     "rules": [SUMMARY,
+               {"when": {"last_user_contains": "first"}, "reply": {"blocks": [T("First answer.")]}},
                {"when": {"last_user_contains": "third"}, "reply": {"blocks": [T("Third answer.")]}}],
      "steps": [{"prompt": "first: hi"},
                {"prompt": "/compact", "resume": True},
@@ -43,7 +48,8 @@ SCENARIOS = [
     # Rows 5, 6: a process killed in a long Bash call, then a resume with a new prompt.
     {"name": "killed-resume", "files": {"README.md": "# demo\n"},
      "rules": [{"when": {"last_user_contains": "first", "last_is_tool_result": False}, "once": True,
-                "reply": {"blocks": [TU("Bash", {"command": "sleep 600", "description": "Long job"})]}},
+                "reply": {"blocks": [TU("Bash", {"command": "python3 -c 'import time; time.sleep(600)'",
+                                                 "description": "Long job"})]}},
                {"when": {"last_user_contains": "second"}, "reply": {"blocks": [T("Second answer.")]}},
                DONE],
      "steps": [{"prompt": "first: run the long job", "args": ["--allowedTools", "Bash"], "timeout": 20},

@@ -7,14 +7,18 @@
 //! 0. strips internal fields ([`strip_internal`]: `caller`, tool-search
 //!    `tool_reference` items);
 //! 1. drops what is never sent: progress and metadata lines, synthetic API
-//!    error messages, `isVisibleInTranscriptOnly` user lines, assistant
+//!    error messages (not the resume filler, [`is_resume_filler`]), `isVisibleInTranscriptOnly` user lines, assistant
 //!    messages of only thinking (orphaned thinking) or only whitespace text;
 //!    a local-command `system` line becomes user text;
 //! 2. reorders attachments: a user-role attachment moves up past plain user
 //!    messages (prompts, meta text) and system-role attachments, and stops
 //!    at an assistant message, a tool result or another user-role
 //!    attachment — so reminders go before the prompt they came with and
-//!    after the tool results they came with;
+//!    after the tool results they came with; a plain user message moves up
+//!    past system-role attachments, so those a process wrote before its
+//!    prompt join the ones written after it in one system message (2.1.3xx
+//!    after `/compact`: the listings written at the compaction, then the
+//!    prompt, then the date; compact-resume captures);
 //! 3. builds messages: consecutive user-role attachments are one user
 //!    message (their texts as text blocks); consecutive system-role
 //!    attachments are one `role: "system"` message whose text is their
@@ -115,7 +119,7 @@ pub fn piece_of_entry_with<'a>(
             Some(Piece::User { blocks, tool_results })
         }
         EntryKind::Assistant(a) => {
-            if a.is_api_error_message || a.model == Some("<synthetic>") {
+            if a.is_api_error_message || (a.model == Some("<synthetic>") && !is_resume_filler(e)) {
                 return None;
             }
             let blocks = e.raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array)?;
@@ -131,6 +135,16 @@ pub fn piece_of_entry_with<'a>(
         }
         _ => None,
     }
+}
+
+/// Whether `e` is the `<synthetic>` assistant message a resumed CLI writes
+/// when the transcript it continues ends on a user message (a killed
+/// process, a `/compact`-only one): written with `isApiErrorMessage: false`
+/// (API errors say `true`), and sent, so the next prompt stays a user
+/// message of its own (2.1.88 killed-resume and compact-resume captures).
+pub(crate) fn is_resume_filler(e: &Entry<'_>) -> bool {
+    e.as_assistant().is_some_and(|a| a.model == Some("<synthetic>") && !a.is_api_error_message)
+        && e.raw.get_bool("isApiErrorMessage") == Some(false)
 }
 
 /// Blocks without the client's internal fields (seeds: "strip unsupported
@@ -244,6 +258,13 @@ fn reorder_attachments<'a>(pieces: &[Piece<'a>], rules: &Rules<'a>) -> Vec<Piece
                         | Piece::Attachment { role: AttachmentRole::System, .. } => at -= 1,
                         _ => break,
                     }
+                }
+                order.insert(at, p);
+            }
+            Piece::User { tool_results: false, .. } => {
+                let mut at = order.len();
+                while at > 0 && matches!(order[at - 1], Piece::Attachment { role: AttachmentRole::System, .. }) {
+                    at -= 1;
                 }
                 order.insert(at, p);
             }

@@ -57,7 +57,10 @@ pub(crate) fn anchor_reminders<'a>(
 /// Entry indices of the prompts that begin a CLI process: the first plain
 /// user prompt of the file and the first one after each `last-prompt` line
 /// (a `-p` process writes `last-prompt` as it ends; checked on
-/// resume-multi-prompt of the 2.1.88 captures). A file without any
+/// resume-multi-prompt of the 2.1.88 captures), and after the `<synthetic>`
+/// filler a resumed process writes when the previous one wrote no
+/// `last-prompt` (killed, or `/compact` only: the 2.1.88 killed-resume and
+/// compact-resume captures). A file without any
 /// `last-prompt` line (2.1.50 writes none) marks a `-p` process by the
 /// `queue-operation` dequeue of its prompt (checked on 2.1.50's
 /// resume-multi-prompt; an interactive session that queued a prompt while
@@ -69,6 +72,7 @@ pub(crate) fn process_first_prompts(entries: &[Entry<'_>]) -> Vec<usize> {
     for (i, e) in entries.iter().enumerate() {
         match &e.kind {
             EntryKind::LastPrompt { .. } => waiting = true,
+            EntryKind::Assistant(_) if super::normalize::is_resume_filler(e) => waiting = true,
             EntryKind::QueueOperation { operation: Some("dequeue"), .. } if marks_by_queue => waiting = true,
             EntryKind::User(u) if waiting && !e.env.is_meta => {
                 let is_tool_result = u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
