@@ -50,6 +50,10 @@ pub enum DiagKind {
     /// The session was built with another release's profile (or the
     /// built-in layout): no profile of its own release is cached.
     ApproximatedProfile,
+    /// A request the session sent that ctxasm cannot rebuild (records
+    /// mode: a compaction no record holds, with no profile that knows the
+    /// instruction).
+    NotRebuilt,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -74,6 +78,7 @@ impl DiagKind {
             DiagKind::InvalidRequest => "invalid_request",
             DiagKind::MemoryRefused => "memory_refused",
             DiagKind::ApproximatedProfile => "approximated_profile",
+            DiagKind::NotRebuilt => "not_rebuilt",
             DiagKind::Internal => "internal_error",
         }
     }

@@ -23,7 +23,7 @@ pub mod wire;
 pub use request::{Body, Request};
 
 use crate::corpus::Session;
-use crate::diag::Diagnostic;
+use crate::diag::{DiagKind, Diagnostic};
 use crate::model::entry::EntryKind;
 use bumpalo::Bump;
 use pipeline::{Extras, PipelineReport, Plan, Setup, assemble_pipeline};
@@ -95,6 +95,43 @@ pub struct Assembled<'a> {
     pub pipeline: PipelineReport,
 }
 
+/// Records mode: the compaction requests no record holds (2.1.3xx), built
+/// by the pipeline with the session's profile and put in file order among
+/// the recorded ones; without a profile that knows the instruction, a
+/// diagnostic says what is missing.
+fn with_compactions<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    a: &Assembler,
+    identity: &RecordOptions,
+    requests: &mut Vec<Request<'a>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let Some(main) = &session.main else { return };
+    let boundaries = main.parsed.entries.iter().filter(|e| e.is_compact_boundary()).count();
+    let acompact = session.subagents.iter().any(|f| {
+        matches!(&f.file.kind, crate::input::discover::FileKind::Subagent { agent_id, .. } if agent_id.starts_with("acompact"))
+    });
+    if boundaries == 0 || acompact {
+        return;
+    }
+    let (plan, extras) = a.plan(session);
+    if plan.compaction_instruction.is_none() {
+        let msg = format!(
+            "{boundaries} compaction request(s) not rebuilt: no record holds them and the profile has no compaction \
+             instruction (make one with `ctxasm profile capture <version>`)"
+        );
+        diagnostics.push(Diagnostic::new(main.file.display.as_str(), 0, DiagKind::NotRebuilt, msg.as_str()));
+        return;
+    }
+    let built = pipeline::compaction_requests(bump, session, &plan, &extras, identity);
+    diagnostics.extend(built.diagnostics);
+    for r in built.requests {
+        let at = requests.iter().position(|q| q.file == r.file && q.line > r.line).unwrap_or(requests.len());
+        requests.insert(at, r);
+    }
+}
+
 fn has_records(session: &Session<'_, '_>) -> bool {
     session.files().any(|f| f.parsed.entries.iter().any(|e| matches!(e.kind, EntryKind::ApiRequest(_))))
 }
@@ -118,7 +155,8 @@ pub fn assemble_session_as<'a>(
         Mode::Auto => !has_records(session),
     };
     if !pipeline {
-        let rec = assemble_records(bump, session, identity);
+        let mut rec = assemble_records(bump, session, identity);
+        with_compactions(bump, session, a, identity, &mut rec.requests, &mut rec.diagnostics);
         return Assembled {
             requests: rec.requests,
             diagnostics: rec.diagnostics,

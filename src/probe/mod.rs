@@ -108,8 +108,10 @@ mod tests {
             assert!(!p.steps.is_empty(), "{}", p.name);
         }
         let extracted: Vec<&str> = probes.iter().filter(|p| p.extract).map(|p| p.name.as_str()).collect();
-        // The subagent and /compact probes are checked, not learned from.
-        assert_eq!(extracted.len(), 7, "{extracted:?}");
+        // The subagent probe is checked, not learned from; /compact teaches
+        // the compaction instruction.
+        assert_eq!(extracted.len(), 8, "{extracted:?}");
+        assert_eq!(extracted.last(), Some(&"compact"));
         assert!(probes[9 - 1].steps[1].continue_session);
     }
 }

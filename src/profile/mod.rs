@@ -403,6 +403,19 @@ pub struct Profile {
     /// when…" paragraph); learned from a capture run so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_prompt_tools: Option<Vec<Value>>,
+    /// How the release asks for a compaction (`/compact`), learned from a
+    /// capture that compacted; `None` when none was captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+/// The compaction request: the conversation so far, then this instruction
+/// as a plain string user message (2.1.88 writes it into the
+/// `agent-acompact-*` file; 2.1.3xx writes it nowhere, so replay needs it
+/// from here).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    pub instruction: String,
 }
 
 /// What one model of a release gets instead of the profile's prompt and

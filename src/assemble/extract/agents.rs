@@ -40,6 +40,20 @@ fn prompt_of(body: &Value) -> Option<&str> {
     }
 }
 
+/// Whether two `system` arrays are one prompt: equal but for the billing
+/// header, whose suffix hashes the request's first message (a compaction
+/// request sends the main prompt and differs there only; its file is a
+/// sidechain too, 2.1.88 `agent-acompact-*`).
+fn same_prompt(a: Option<&Value>, b: Option<&Value>) -> bool {
+    let blocks = |v: Option<&Value>| -> Vec<Value> {
+        let billing = |x: &Value| {
+            x.get("text").and_then(Value::as_str).is_some_and(|t| t.starts_with("x-anthropic-billing-header"))
+        };
+        v.and_then(Value::as_array).into_iter().flatten().filter(|x| !billing(x)).cloned().collect()
+    };
+    a == b || blocks(a) == blocks(b)
+}
+
 /// The warmed-up agents of a capture's `lines` (`main`: the main request),
 /// in wire order, one per distinct agent; their models are added to
 /// `models`.
@@ -59,7 +73,7 @@ pub(super) fn warmup_agents(
         let Some(system) = body.get("system").and_then(Value::as_array) else { continue };
         let tools = body.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
         let Some(prompt) = prompt_of(body).filter(|p| prompts.iter().any(|s| s == p)) else { continue };
-        if tools.is_empty() || Some(&body["system"]) == main_system || system.len() < 2 {
+        if tools.is_empty() || same_prompt(Some(&body["system"]), main_system) || system.len() < 2 {
             continue;
         }
         let model = body.get("model").and_then(Value::as_str).unwrap_or("").to_string();

@@ -39,6 +39,7 @@ use std::path::Path;
 mod agents;
 mod attachments;
 mod capture;
+mod compaction;
 mod detect;
 mod models;
 mod reminders;
@@ -130,6 +131,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     }
     if wire.is_some() {
         profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
+        profile.compaction = compaction::learn(&lines, &held);
     }
     // A `cch` that changes per request is the native client's attestation
     // (2.1.150): the seed that reproduces every captured one is kept, and
@@ -367,6 +369,9 @@ fn any_month_templates(tools: &[Value]) -> Vec<Value> {
 
 /// Add to `into` what `other`, a capture of the same release, shows.
 fn merge(into: &mut Profile, other: Profile) {
+    if into.compaction.is_none() {
+        into.compaction.clone_from(&other.compaction);
+    }
     let (l, o) = (&mut into.layout, &other.layout);
     let before = l.clone();
     l.system_context_in_prompt |= o.system_context_in_prompt;
@@ -609,6 +614,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         memory: env.and_then(|e| captured_claude_md(&cap.first_texts, e)).map(|(_, _, s)| s).unwrap_or_default(),
         skills_note: None,
         custom_prompt_tools: None,
+        compaction: None,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

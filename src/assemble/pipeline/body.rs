@@ -43,11 +43,20 @@ fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize, process: Option<usize>) 
         .collect()
 }
 
-/// The request of turn `n`, whose first entry is `first`, sent by CLI
-/// process `process` (its params: [`super::plan::Statics::params_of`]).
+/// Which request of its chain a request is: the custom id says.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RequestId {
+    /// The `n`-th assistant turn: `<session>[_<agent>]_<n>`.
+    Turn(usize),
+    /// The session's `k`-th compaction: `<session>_compact_<k>`.
+    Compaction(usize),
+}
+
+/// The request `id`, whose first entry is `first`, sent by CLI process
+/// `process` (its params: [`super::plan::Statics::params_of`]).
 pub(crate) fn build_request<'a>(
     cx: &ChainCtx<'a, '_>,
-    n: usize,
+    id: RequestId,
     first: usize,
     process: Option<usize>,
     messages: Vec<&'a Json<'a>>,
@@ -90,10 +99,15 @@ pub(crate) fn build_request<'a>(
         cch_seed: header.and(cx.plan.cch_seed),
     };
     Request {
-        custom_id: custom_id(&id_session_part(cx.file.file, session_id), cx.agent_id, n),
+        custom_id: match id {
+            RequestId::Turn(n) => custom_id(&id_session_part(cx.file.file, session_id), cx.agent_id, n),
+            RequestId::Compaction(k) => custom_id(&id_session_part(cx.file.file, session_id), Some("compact"), k),
+        },
         session_id,
         agent_id: cx.agent_id,
-        index: n,
+        index: match id {
+            RequestId::Turn(n) | RequestId::Compaction(n) => n,
+        },
         file: cx.display,
         line: e.line,
         timestamp: e.env.timestamp,

@@ -10,6 +10,7 @@
 //!
 //! | stage | file | does |
 //! |---|---|---|
+//! | compaction | [`compaction`] | the chain's requests: turns and compactions |
 //! | projection | [`projection`] | the `parentUuid` path of the turn |
 //! | reminders | [`reminders`] | the running CLI process, the todo reminder |
 //! | pieces | [`pieces`] | entry pieces plus the profile's extra pieces |
@@ -36,6 +37,7 @@ mod body;
 pub mod breakpoints;
 mod chain;
 mod collapse;
+mod compaction;
 pub mod contexts;
 mod leading_user;
 pub mod media;
@@ -64,8 +66,10 @@ use super::Request;
 use super::wire::RecordOptions;
 use crate::corpus::Session;
 use crate::diag::Diagnostic;
+use body::RequestId;
 use bumpalo::Bump;
 use chain::{ChainCtx, ChainState, SessionCtx};
+use compaction::Job;
 use plan::Statics;
 
 /// What the pipeline produced for one session.
@@ -84,28 +88,69 @@ pub fn assemble_pipeline<'a>(
     extras: &Extras,
     identity: &RecordOptions,
 ) -> SessionPipeline<'a> {
+    assemble_jobs(bump, session, plan, extras, identity, false)
+}
+
+/// Only the compaction requests of `session` (records mode: 2.1.3xx writes
+/// no `api-request` record for them).
+pub fn compaction_requests<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    plan: &Plan,
+    extras: &Extras,
+    identity: &RecordOptions,
+) -> SessionPipeline<'a> {
+    assemble_jobs(bump, session, plan, extras, identity, true)
+}
+
+fn assemble_jobs<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    plan: &Plan,
+    extras: &Extras,
+    identity: &RecordOptions,
+    only_compactions: bool,
+) -> SessionPipeline<'a> {
     let mut out = SessionPipeline::default();
     let statics = Statics::new(bump, plan);
     let warmups = agent::assign_warmups(session, plan, |id| chain::names_agent(session, id));
     let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity, warmups: &warmups };
     for f in session.files() {
         let cx = ChainCtx::new(&sx, f, &mut out.report);
-        assemble_chain(&cx, &mut out);
+        assemble_chain(&cx, &mut out, only_compactions);
     }
     out
 }
 
-/// Every turn of one chain, the stages in order (see the module docs).
-fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
+/// Every request of one chain, the stages in order (see the module docs).
+fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only_compactions: bool) {
     let bump = cx.bump;
     let mut st = ChainState::default();
     let turns = projection::turns(cx.entries);
+    let mut jobs = compaction::jobs(cx, &turns);
     // A warmup whose reply was not written still was sent (agent.rs).
-    let unanswered = turns.is_empty().then(|| agent::unanswered(cx)).flatten();
-    let projected = turns.iter().map(|t| (t.first, projection::project(cx.entries, &cx.links, t)));
-    for (n, (first, projected)) in projected.chain(unanswered).enumerate() {
+    if turns.is_empty()
+        && let Some((first, projected)) = agent::unanswered(cx)
+    {
+        jobs.push(Job::Turn { first, projected });
+    }
+    let mut n = 0;
+    for job in jobs {
+        if only_compactions && matches!(job, Job::Turn { .. }) {
+            n += 1;
+            continue;
+        }
         out.report.turns += 1;
-        let current_start = reminders::anchor_reminders(cx, &mut st, first, &projected);
+        let (first, projected, compact) = match job {
+            Job::Turn { first, projected } => (first, projected, None),
+            Job::Compact { at, projected, instruction, k, current_start } => {
+                (at, projected, Some((instruction, k, current_start)))
+            }
+        };
+        let current_start = match compact {
+            None => reminders::anchor_reminders(cx, &mut st, first, &projected),
+            Some((_, _, start)) => compaction::enter_process(&mut st, start),
+        };
         pieces::gather_pieces(cx, &mut st, &projected, current_start);
         let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
         let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
@@ -116,11 +161,21 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>) {
         share::share_with_previous(&mut messages, &mut st.prev_turn);
         let (cc, count) = (cx.statics.cache_control, cx.plan.message_breakpoints);
         breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, cx.plan.breakpoint_skips_system);
-        let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps_blocks(cx, first));
+        let mut messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps_blocks(cx, first));
+        if let Some((instruction, ..)) = compact {
+            compaction::append_instruction(bump, &mut messages, instruction);
+        }
+        let id = match compact {
+            Some((_, k, _)) => RequestId::Compaction(k),
+            None => {
+                n += 1;
+                RequestId::Turn(n - 1)
+            }
+        };
         match system::select_system(cx, &mut st, first) {
             Ok(system) => {
                 let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
-                out.requests.push(body::build_request(cx, n, first, process, messages, system, header.as_deref()))
+                out.requests.push(body::build_request(cx, id, first, process, messages, system, header.as_deref()))
             }
             Err(d) => out.diagnostics.push(d),
         }

@@ -115,6 +115,9 @@ pub struct Plan {
     /// render them otherwise than the first's (by process; `None`: the
     /// session's).
     pub process_systems: Vec<Option<Vec<serde_json::Value>>>,
+    /// The compaction instruction (the profile's `compaction`): a boundary
+    /// whose request no transcript file holds (2.1.3xx) is rebuilt with it.
+    pub compaction_instruction: Option<String>,
 }
 
 impl Plan {
@@ -152,6 +155,7 @@ impl Plan {
             resumed_tools: None,
             agents: Vec::new(),
             process_systems: Vec::new(),
+            compaction_instruction: profile.compaction.as_ref().map(|c| c.instruction.clone()),
         }
     }
 

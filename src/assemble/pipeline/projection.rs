@@ -56,6 +56,11 @@ impl<'a> Links<'a> {
 }
 
 impl Links<'_> {
+    /// The entry index of the first line with `uuid`.
+    pub fn index_of(&self, uuid: &str) -> Option<usize> {
+        self.by_uuid.get(uuid).copied()
+    }
+
     /// Whether entry `i` is the first line with its uuid (or has none).
     fn is_first(&self, entries: &[Entry<'_>], i: usize) -> bool {
         entries[i].env.uuid.is_none_or(|u| self.by_uuid.get(u) == Some(&i))
@@ -80,12 +85,25 @@ pub fn turns(entries: &[Entry<'_>]) -> Vec<Turn> {
 
 /// Entry indices (file order) of the conversation sent before `turn`.
 pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usize> {
+    walk(entries, links, entries[turn.first].env.parent_uuid, turn.first)
+}
+
+/// Entry indices (file order) of the conversation up to and including
+/// entry `leaf` (a compaction's history: the boundary's pre-compaction
+/// leaf).
+pub fn history_to(entries: &[Entry<'_>], links: &Links<'_>, leaf: usize) -> Vec<usize> {
+    walk(entries, links, entries[leaf].env.uuid, leaf + 1)
+}
+
+/// The `parentUuid` path from `start` back to the root or the last compact
+/// boundary, entries before `limit` only, with the off-chain parts.
+fn walk(entries: &[Entry<'_>], links: &Links<'_>, start: Option<&str>, limit: usize) -> Vec<usize> {
     let mut chain: Vec<usize> = Vec::new();
     let mut seen: HashSet<usize> = HashSet::default();
-    let mut cur = entries[turn.first].env.parent_uuid;
+    let mut cur = start;
     while let Some(p) = cur {
         let Some(&i) = links.by_uuid.get(p) else { break };
-        if i >= turn.first || !seen.insert(i) {
+        if i >= limit || !seen.insert(i) {
             break; // a parent written later, or a cycle: the tree reports it
         }
         if entries[i].is_compact_boundary() {
@@ -105,7 +123,7 @@ pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usi
         let Some(u) = entries[i].env.uuid else { continue };
         let id = entries[i].as_assistant().and_then(|a| a.message_id);
         for &c in links.children.get(u).map_or(&[][..], Vec::as_slice) {
-            if c >= turn.first || seen.contains(&c) || !links.is_first(entries, c) {
+            if c >= limit || seen.contains(&c) || !links.is_first(entries, c) {
                 continue;
             }
             let fragment = id.is_some() && entries[c].as_assistant().and_then(|a| a.message_id) == id;

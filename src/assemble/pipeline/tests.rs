@@ -107,7 +107,15 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                         let tools = system.tools.and_then(Json::as_array).map_or(0, <[_]>::len);
                         let _ = writeln!(t, "    system: {} blocks, {tools} tools", system.nodes.len());
                         let process = start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
-                        let req = body::build_request(&cx, n, turn.first, process, messages, system, header.as_deref());
+                        let req = body::build_request(
+                            &cx,
+                            super::body::RequestId::Turn(n),
+                            turn.first,
+                            process,
+                            messages,
+                            system,
+                            header.as_deref(),
+                        );
                         let mut bytes = Vec::new();
                         crate::write::body::write_body(&mut bytes, &req.body, &mut Default::default());
                         let _ = writeln!(

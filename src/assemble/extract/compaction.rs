@@ -1,0 +1,82 @@
+//! The compaction instruction of a release ([`Compaction`]), from a
+//! capture that compacted: the request sent just before the first one that
+//! carries the compact summary ends on a plain string user message, and
+//! that string is the instruction (2.1.88, 2.1.328 and 2.1.332
+//! compact-resume captures and the `compact` probe; 2.1.3xx writes it in
+//! no transcript, so replay takes it from here).
+
+use super::capture::message_lists;
+use crate::profile::Compaction;
+use serde_json::Value;
+
+/// The instruction, when the capture holds a compaction: the transcripts
+/// (`held`) write a compact summary (`isCompactSummary`) and a captured
+/// request carries it.
+pub(super) fn learn(lines: &[Value], held: &[String]) -> Option<Compaction> {
+    let summary = held.iter().flat_map(|t| t.lines()).find_map(summary_text)?;
+    let head: String = summary.chars().take(200).collect();
+    let lists: Vec<&Vec<Value>> = message_lists(lines).collect();
+    let after = lists.iter().position(|ms| ms.iter().any(|m| message_texts(m).any(|t| t.starts_with(&head))))?;
+    let before = lists.get(after.checked_sub(1)?)?;
+    // A compaction sends history: the instruction follows an answer.
+    let [.., answer, last] = before.as_slice() else { return None };
+    if answer.get("role")? != "assistant" {
+        return None;
+    }
+    let instruction = (last.get("role")? == "user").then(|| last.get("content")?.as_str())??;
+    Some(Compaction { instruction: instruction.to_string() })
+}
+
+/// The text of a transcript line that is the compact summary.
+fn summary_text(line: &str) -> Option<String> {
+    if !line.contains("isCompactSummary") {
+        return None;
+    }
+    let v: Value = serde_json::from_str(line).ok()?;
+    if v.get("isCompactSummary") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    message_texts(v.get("message")?).next().map(str::to_string)
+}
+
+/// The texts of a message: a string content, or its text blocks.
+fn message_texts(m: &Value) -> impl Iterator<Item = &str> {
+    let content = m.get("content");
+    let string = content.and_then(Value::as_str);
+    let blocks = content.and_then(Value::as_array).into_iter().flatten().filter_map(|b| b.get("text")?.as_str());
+    string.into_iter().chain(blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(messages: Value) -> Value {
+        json!({"path": "/v1/messages", "body": {"messages": messages}})
+    }
+
+    #[test]
+    fn the_string_before_the_first_request_with_the_summary() {
+        let summary = "This session is being continued. Summary: hi.";
+        let held = vec![format!(
+            "{}\n",
+            json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": summary}})
+        )];
+        let lines = vec![
+            req(json!([{"role": "user", "content": "first"}])),
+            req(json!([{"role": "user", "content": "first"}, {"role": "assistant", "content": "a"},
+                       {"role": "user", "content": "Summarize now."}])),
+            req(
+                json!([{"role": "user", "content": [{"type": "text", "text": summary}, {"type": "text", "text": "next"}]}]),
+            ),
+        ];
+        assert_eq!(learn(&lines, &held), Some(Compaction { instruction: "Summarize now.".into() }));
+        // No summary written, or none sent: nothing learned.
+        assert_eq!(learn(&lines, &[]), None);
+        assert_eq!(learn(&lines[..2], &held), None);
+        // The request before ends on blocks, not a string: not an instruction.
+        let blocks = vec![lines[0].clone(), lines[2].clone()];
+        assert_eq!(learn(&blocks, &held), None);
+    }
+}
