@@ -50,6 +50,10 @@ pub enum DiagKind {
     /// The session was built with another release's profile (or the
     /// built-in layout): no profile of its own release is cached.
     ApproximatedProfile,
+    /// The session calls MCP tools its environment snapshot or profile
+    /// cannot render (no `env/mcp.json`, or a profile without an MCP
+    /// style): built with the tools named after the calls.
+    ApproximatedMcp,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -74,6 +78,7 @@ impl DiagKind {
             DiagKind::InvalidRequest => "invalid_request",
             DiagKind::MemoryRefused => "memory_refused",
             DiagKind::ApproximatedProfile => "approximated_profile",
+            DiagKind::ApproximatedMcp => "approximated_mcp",
             DiagKind::Internal => "internal_error",
         }
     }

@@ -36,16 +36,19 @@
 //! model_params {model id: {param: value | null}} (only when there are some),
 //! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
 //! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
+//! mcp {tool {..template..} | null, sorted, instructions {head, server, joiner, tail, before} | null, keeps_boundary} (optional)
 //! ```
 
 mod agent;
 mod layout;
+pub mod mcp;
 pub mod shelf;
 pub mod template;
 
 pub use crate::time::month_year;
 pub use agent::AgentProfile;
 pub use layout::Layout;
+pub use mcp::{McpInstructions, McpStyle};
 pub use shelf::{Choice, Shelf, Shelved, Version};
 
 use serde::{Deserialize, Serialize};
@@ -403,6 +406,11 @@ pub struct Profile {
     /// when…" paragraph); learned from a capture run so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub custom_prompt_tools: Option<Vec<Value>>,
+    /// How the release sends a session's MCP servers ([`McpStyle`]),
+    /// learned from a capture run with `--mcp-config` (the `mcp` probe);
+    /// `None`: no such capture was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpStyle>,
 }
 
 /// What one model of a release gets instead of the profile's prompt and

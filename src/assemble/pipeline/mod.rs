@@ -38,6 +38,7 @@ mod chain;
 mod collapse;
 pub mod contexts;
 mod leading_user;
+mod mcp;
 pub mod media;
 pub mod normalize;
 pub mod pairing;
