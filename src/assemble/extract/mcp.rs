@@ -206,3 +206,42 @@ fn template(x: &str, env: &SessionEnv) -> Option<McpInstructions> {
     };
     Some(McpInstructions { head, server, joiner, tail, before: 0 })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mcp_probe_of_2_1_88_teaches_the_style() {
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/probes/cc-2.1.88"));
+        let env_of = |p: &str| SessionEnv::from_dir(&root.join(p).join("env")).unwrap();
+        let hello = env_of("hello");
+        let mut p = super::super::extract(&root.join("hello/wire.jsonl"), Some(&hello)).unwrap();
+        let rendered_before = p.prompt.dynamic_sections.join("\n\n");
+        learn(&mut p, &root.join("mcp/wire.jsonl"), &env_of("mcp")).unwrap();
+        let style = p.mcp.clone().unwrap();
+        assert_eq!(style.tool.as_ref().unwrap()["name"], "mcp__{{server}}__{{tool}}");
+        assert_eq!(style.tool.as_ref().unwrap()["input_schema"], "{{def.inputSchema}}");
+        assert!(style.sorted || env_of("mcp").mcp[0].tools.len() == 1);
+        assert!(!style.keeps_boundary);
+        let ins = style.instructions.unwrap();
+        assert_eq!(ins.server, "{{name}}\n{{instructions}}");
+        assert!(ins.head.ends_with("## "), "{:?}", ins.head);
+        // A split section joins back to the same text.
+        assert_eq!(p.prompt.dynamic_sections.join("\n\n"), rendered_before);
+        // 2.1.328 defers the tools and keeps its prompt.
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/probes/cc-2.1.328"));
+        let env_of = |p: &str| SessionEnv::from_dir(&root.join(p).join("env")).unwrap();
+        let mut p = super::super::extract(&root.join("hello/wire.jsonl"), Some(&env_of("hello"))).unwrap();
+        learn(&mut p, &root.join("mcp/wire.jsonl"), &env_of("mcp")).unwrap();
+        assert_eq!(p.mcp, Some(McpStyle { keeps_boundary: true, ..McpStyle::default() }));
+    }
+
+    #[test]
+    fn places_split_paragraphs() {
+        let s: Vec<String> = ["a\n\nb", "c"].map(String::from).to_vec();
+        let p = places(&s);
+        assert_eq!(p.len(), 4);
+        assert_eq!(p[3], (vec!["a".to_string(), "b".into(), "c".into()], 1));
+    }
+}

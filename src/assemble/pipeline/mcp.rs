@@ -112,3 +112,72 @@ pub(super) fn approximation(session: &Session<'_, '_>, profile: &Profile, env: &
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::mcp::McpServer;
+    use crate::profile::McpInstructions;
+
+    fn setup() -> (Profile, SessionEnv) {
+        let mut p = Profile::load("seed").unwrap();
+        p.mcp = Some(McpStyle {
+            tool: Some(json!({"name": "mcp__{{server}}__{{tool}}", "input_schema": "{{def.inputSchema}}"})),
+            sorted: true,
+            instructions: Some(McpInstructions {
+                head: "# I\n\n## ".into(),
+                server: "{{name}}\n{{instructions}}".into(),
+                joiner: "\n\n## ".into(),
+                tail: String::new(),
+                before: 1,
+            }),
+            keeps_boundary: false,
+        });
+        let server = |n: &str, i: Option<&str>| McpServer {
+            name: n.into(),
+            instructions: i.map(str::to_string),
+            tools: vec![json!({"name": "zed", "inputSchema": {}}), json!({"name": "abc", "inputSchema": {}})],
+        };
+        let env = SessionEnv { mcp: vec![server("s", Some("Do.")), server("t", None)], ..SessionEnv::default() };
+        (p, env)
+    }
+
+    #[test]
+    fn instructions_go_among_the_dynamic_sections_and_the_boundary_goes() {
+        let (p, env) = setup();
+        assert!(!keeps_boundary(&p, &env));
+        assert!(keeps_boundary(&p, &SessionEnv::default()));
+        let mut sections: Vec<String> = ["S", "D0", "D1"].map(String::from).to_vec();
+        insert_instructions(&mut sections, 1, &p, &env);
+        assert_eq!(sections, ["S", "D0", "# I\n\n## s\nDo.", "D1"]);
+        let mut none = sections.clone();
+        insert_instructions(&mut none, 1, &p, &SessionEnv::default());
+        assert_eq!(none, sections);
+    }
+
+    #[test]
+    fn tools_are_appended_in_name_order() {
+        let (p, env) = setup();
+        let disc = crate::input::discover::discover(&[std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/shapes/cc-2.1.88/mcp-tools/transcripts"
+        ))]);
+        let opts = crate::corpus::RunOptions::default();
+        let out = crate::corpus::for_each_session_of(&disc, &disc.groups, &opts, |_, s| {
+            let tools = with_tools(vec![json!({"name": "Bash"})], &p, &env, s);
+            let names: Vec<String> = tools.iter().map(|t| t["name"].as_str().unwrap_or("").to_string()).collect();
+            // Without servers: the calls' names, with empty schemas, and why.
+            let bare = with_tools(Vec::new(), &p, &SessionEnv::default(), s);
+            (names, bare, approximation(s, &p, &SessionEnv::default()), approximation(s, &p, &env))
+        });
+        let (names, bare, why, none) = out.into_iter().next().unwrap().unwrap();
+        assert_eq!(names, ["Bash", "mcp__s__abc", "mcp__s__zed", "mcp__t__abc", "mcp__t__zed"]);
+        assert_eq!(bare.len(), 2);
+        assert_eq!(
+            bare[0],
+            json!({"name": "mcp__probe__inventory", "description": "", "input_schema": {"type": "object"}})
+        );
+        assert!(why.is_some_and(|w| w.contains("env/mcp.json")));
+        assert!(none.is_none());
+    }
+}
