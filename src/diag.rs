@@ -54,6 +54,10 @@ pub enum DiagKind {
     /// mode: a compaction no record holds, with no profile that knows the
     /// instruction).
     NotRebuilt,
+    /// The session calls MCP tools its environment snapshot or profile
+    /// cannot render (no `env/mcp.json`, or a profile without an MCP
+    /// style): built with the tools named after the calls.
+    ApproximatedMcp,
     /// A bug in ctxasm caught at a file boundary (a panic); the run goes on.
     Internal,
 }
@@ -79,6 +83,7 @@ impl DiagKind {
             DiagKind::MemoryRefused => "memory_refused",
             DiagKind::ApproximatedProfile => "approximated_profile",
             DiagKind::NotRebuilt => "not_rebuilt",
+            DiagKind::ApproximatedMcp => "approximated_mcp",
             DiagKind::Internal => "internal_error",
         }
     }

@@ -160,6 +160,10 @@ pub struct VerifyReport {
     /// layout): `--profile auto` had none of their own release. Not a
     /// mismatch by itself; the comparison says whether it mattered.
     pub approximated_profiles: u64,
+    /// Sessions whose MCP tools were built without their servers'
+    /// definitions (`approximated_mcp`); not written when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub approximated_mcp: u64,
     pub mismatches: Vec<Mismatch>,
     /// A capture was given.
     #[serde(skip)]
@@ -177,6 +181,10 @@ impl VerifyReport {
             && self.wire_byte_equal == self.wire_compared
             && wire_proven
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where `verify` takes `metadata.user_id.device_id` from.
@@ -223,9 +231,13 @@ pub fn verify(
             .map(|q| q.session_id.to_string())
             .or_else(|| session.main.as_ref().and_then(|m| m.session_id()).map(str::to_string))
             .unwrap_or_default();
-        let (approximated, problems): (Vec<&Diagnostic>, Vec<&Diagnostic>) =
-            rec.diagnostics.iter().partition(|d| d.kind == DiagKind::ApproximatedProfile);
-        r.approximated_profiles = approximated.len() as u64;
+        let (approximated, problems): (Vec<&Diagnostic>, Vec<&Diagnostic>) = rec
+            .diagnostics
+            .iter()
+            .partition(|d| matches!(d.kind, DiagKind::ApproximatedProfile | DiagKind::ApproximatedMcp));
+        r.approximated_profiles =
+            approximated.iter().filter(|d| d.kind == DiagKind::ApproximatedProfile).count() as u64;
+        r.approximated_mcp = approximated.iter().filter(|d| d.kind == DiagKind::ApproximatedMcp).count() as u64;
         r.mismatches.extend(problems.into_iter().map(|d| Mismatch::record(&session_id, d)));
         let (ids, captured) = captured_for(wire, &session_id, &rec.requests);
         // The user texts, for the captured sessions no transcript is named
@@ -280,6 +292,7 @@ pub fn verify(
         total.wire_unmatched += r.wire_unmatched;
         total.wire_side_calls += r.wire_side_calls;
         total.approximated_profiles += r.approximated_profiles;
+        total.approximated_mcp += r.approximated_mcp;
         total.mismatches.extend(r.mismatches);
     }
     let mut unseen: Vec<(&String, &Vec<WireRequest>)> =

@@ -71,6 +71,13 @@ pub fn verify_table(report: &VerifyReport, with_wire: bool) -> String {
             report.approximated_profiles
         );
     }
+    if report.approximated_mcp > 0 {
+        let _ = writeln!(
+            o,
+            "approximated MCP  {:>8}   sessions calling MCP tools their environment's env/mcp.json or profile does not describe",
+            report.approximated_mcp
+        );
+    }
     for m in &report.mismatches {
         let _ = writeln!(o, "{} {}:{}: {}", m.kind, m.file, m.line, m.message);
         if let Some(p) = &m.path {

@@ -13,13 +13,14 @@
 //!
 //! `env` is the only layer that reads a session's environment: the
 //! [`SessionEnv`] snapshot here, the memory files ([`memory`]), the skills
-//! directories ([`skills`]), `~/.claude.json` ([`claude_json`]) and, later,
-//! MCP configuration. Everything above it (`profile`, `assemble`, the
+//! directories ([`skills`]), `~/.claude.json` ([`claude_json`]) and the
+//! MCP servers ([`mcp`]). Everything above it (`profile`, `assemble`, the
 //! outputs) gets data from these functions and must not open those files
 //! itself. `env` renders no request text and knows no profile: it may use
 //! only `json`, `time`, `diag`, `model`, `input` and `corpus`.
 
 pub mod claude_json;
+pub mod mcp;
 pub mod memory;
 pub mod skills;
 
@@ -107,6 +108,10 @@ pub struct SessionEnv {
     /// records them (`scripts/capture` does): what the transcript does not
     /// hold, such as `-p`.
     pub argv: Vec<Vec<String>>,
+    /// The MCP servers the session's CLI was started with, as they
+    /// answered it (`env/mcp.json`, [`mcp`]); empty when the snapshot has
+    /// none.
+    pub mcp: Vec<mcp::McpServer>,
 }
 
 /// `env.json` as the capture harness writes it.
@@ -251,6 +256,7 @@ impl SessionEnv {
             home_claude_dir: home_claude.is_dir().then_some(home_claude),
             cli_version: j.cli_version,
             argv: if j.argv.is_empty() { scenario_argv(env_dir) } else { j.argv },
+            mcp: mcp::read(env_dir)?,
         })
     }
 
@@ -297,6 +303,7 @@ impl SessionEnv {
             home_claude_dir: None,
             cli_version: None,
             argv: Vec::new(),
+            mcp: Vec::new(),
         }
     }
 

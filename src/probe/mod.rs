@@ -37,6 +37,11 @@ pub struct Probe {
     /// replaced by the project's path.
     #[serde(default)]
     pub rules: serde_json::Value,
+    /// MCP servers every step is started with (`--mcp-config`), by name:
+    /// `{"command", "args"}`; the command `@ctxasm` is the running binary
+    /// (its hidden `mock-mcp`). Their answers go to `env/mcp.json`.
+    #[serde(default)]
+    pub mcp: serde_json::Map<String, serde_json::Value>,
     /// One CLI process each.
     pub steps: Vec<Step>,
 }
@@ -99,6 +104,7 @@ mod tests {
                 "model-opus",
                 "custom-system-prompt",
                 "append-system-prompt",
+                "mcp",
                 "subagent",
                 "compact"
             ]
@@ -110,8 +116,10 @@ mod tests {
         let extracted: Vec<&str> = probes.iter().filter(|p| p.extract).map(|p| p.name.as_str()).collect();
         // The subagent probe is checked, not learned from; /compact teaches
         // the compaction instruction.
-        assert_eq!(extracted.len(), 8, "{extracted:?}");
+        assert_eq!(extracted.len(), 9, "{extracted:?}");
         assert_eq!(extracted.last(), Some(&"compact"));
-        assert!(probes[9 - 1].steps[1].continue_session);
+        assert!(probes[10 - 1].steps[1].continue_session);
+        let mcp = &probes[7];
+        assert_eq!(mcp.mcp["probe"]["command"], "@ctxasm");
     }
 }

@@ -58,7 +58,8 @@ pub async fn run_probe(
     git(&proj, &["init", "-q", "-b", "main"])?;
     git(&proj, &["add", "-A"])?;
     git(&proj, &["commit", "-qm", "initial commit", "--allow-empty"])?;
-    snapshot_env(cli, probe, &home, &proj, &dir.join("env"), path)?;
+    let mcp_args = mcp_config(probe, &root.join("work").join(&probe.name), &dir.join("env"))?;
+    snapshot_env(cli, probe, &mcp_args, &home, &proj, &dir.join("env"), path)?;
     let rules_text = probe.rules.to_string().replace("PROJ/", &format!("{}/", proj.display()));
     let rules_value: serde_json::Value = serde_json::from_str(&rules_text)
         .map_err(|e| ProbeError::Rules { probe: probe.name.clone(), message: e.to_string() })?;
@@ -72,7 +73,7 @@ pub async fn run_probe(
     };
     let server = MockServer::start(cfg).await?;
     let base = format!("http://{}", server.addr());
-    let steps = run_steps(cli, probe, &home, &proj, &dir.join("cli.log"), &base, path).await;
+    let steps = run_steps(cli, probe, &mcp_args, &home, &proj, &dir.join("cli.log"), &base, path).await;
     let stats = server.shutdown().await?;
     let failed_steps = steps?;
     copy_tree(&home.join(".claude/projects"), &dir.join("transcripts"))?;
@@ -83,15 +84,20 @@ pub async fn run_probe(
         .map(|st| serde_json::json!({"prompt": st.prompt, "args": st.args, "continue": st.continue_session}))
         .collect();
     let files: Vec<&String> = probe.files.keys().collect();
-    let scenario = serde_json::json!({"name": probe.name, "rules": probe.rules, "steps": steps, "files": files});
+    let mut scenario = serde_json::json!({"name": probe.name, "rules": probe.rules, "steps": steps, "files": files});
+    if !probe.mcp.is_empty() {
+        scenario["mcp"] = serde_json::Value::Object(probe.mcp.clone());
+    }
     let path = dir.join("scenario.json");
     std::fs::write(&path, serde_json::to_string_pretty(&scenario).unwrap_or_default()).map_err(io(&path))?;
     Ok(ProbeRun { name: probe.name.clone(), dir, requests: stats.requests, failed_steps })
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_steps(
     cli: &Path,
     probe: &Probe,
+    mcp_args: &[String],
     home: &Path,
     proj: &Path,
     log_path: &Path,
@@ -103,6 +109,7 @@ async fn run_steps(
     for (i, step) in probe.steps.iter().enumerate() {
         let mut args: Vec<&str> = vec!["-p"];
         args.extend(step.args.iter().map(String::as_str));
+        args.extend(mcp_args.iter().map(String::as_str));
         if step.continue_session {
             args.push("--continue");
         }
@@ -170,9 +177,11 @@ fn git_out(proj: &Path, args: &[&str]) -> Option<String> {
 
 /// `env/`: the project and `~/.claude` as the CLI saw them at start, and
 /// `env.json` (the keys `scripts/capture` writes).
+#[allow(clippy::too_many_arguments)]
 fn snapshot_env(
     cli: &Path,
     probe: &Probe,
+    mcp_args: &[String],
     home: &Path,
     proj: &Path,
     env: &Path,
@@ -195,6 +204,7 @@ fn snapshot_env(
         .map(|s| {
             let mut a = vec!["-p"];
             a.extend(s.args.iter().map(String::as_str));
+            a.extend(mcp_args.iter().map(String::as_str));
             if s.continue_session {
                 a.push("--continue");
             }
@@ -219,6 +229,76 @@ fn snapshot_env(
     let file = env.join("env.json");
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
     std::fs::write(&file, text).map_err(io(&file))
+}
+
+/// The probe's MCP servers: their `--mcp-config` file written under
+/// `work`, their answers to a client's handshake in `env/mcp.json` (as
+/// `scripts/capture` writes it); the arguments every step gets (none
+/// without servers).
+fn mcp_config(probe: &Probe, work: &Path, env: &Path) -> Result<Vec<String>, ProbeError> {
+    if probe.mcp.is_empty() {
+        return Ok(Vec::new());
+    }
+    let exe = std::env::current_exe().map_err(|source| ProbeError::Tool { tool: "ctxasm".into(), source })?;
+    let mut servers = serde_json::Map::new();
+    let mut answers = serde_json::Map::new();
+    for (name, cfg) in &probe.mcp {
+        let mut cfg = cfg.clone();
+        if cfg["command"] == "@ctxasm" {
+            cfg["command"] = exe.display().to_string().into();
+        }
+        answers.insert(name.clone(), handshake(&cfg)?);
+        servers.insert(name.clone(), cfg);
+    }
+    if work.exists() {
+        std::fs::remove_dir_all(work).map_err(io(work))?;
+    }
+    for d in [work, env] {
+        std::fs::create_dir_all(d).map_err(io(d))?;
+    }
+    let file = work.join("mcp.json");
+    let text = serde_json::to_string_pretty(&serde_json::json!({"mcpServers": servers})).unwrap_or_default();
+    std::fs::write(&file, text).map_err(io(&file))?;
+    let kept = env.join("mcp.json");
+    let text = serde_json::to_string_pretty(&serde_json::json!({"servers": answers})).unwrap_or_default();
+    std::fs::write(&kept, text).map_err(io(&kept))?;
+    Ok(vec!["--mcp-config".into(), file.display().to_string()])
+}
+
+/// What a stdio MCP server tells a client: `{"instructions", "tools"}`
+/// from its `initialize` and `tools/list` answers.
+fn handshake(cfg: &serde_json::Value) -> Result<serde_json::Value, ProbeError> {
+    use std::io::Write;
+    let command = cfg["command"].as_str().unwrap_or_default();
+    let args: Vec<&str> = cfg["args"].as_array().into_iter().flatten().filter_map(|a| a.as_str()).collect();
+    let tool = || command.to_string();
+    let mut child = std::process::Command::new(command)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|source| ProbeError::Tool { tool: tool(), source })?;
+    let msgs = [
+        serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "ctxasm-probe", "version": "1"}}}),
+        serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    ];
+    let input: String = msgs.iter().map(|m| format!("{m}\n")).collect();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).map_err(|source| ProbeError::Tool { tool: tool(), source })?;
+    }
+    let out = child.wait_with_output().map_err(|source| ProbeError::Tool { tool: tool(), source })?;
+    let mut result = [serde_json::Value::Null, serde_json::Value::Null];
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(a) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if let Some(i) = a["id"].as_u64().filter(|i| *i < 2) {
+            result[i as usize] = a["result"].clone();
+        }
+    }
+    let tools = result[1].get("tools").cloned().unwrap_or_else(|| serde_json::json!([]));
+    Ok(serde_json::json!({"instructions": result[0].get("instructions").cloned(), "tools": tools}))
 }
 
 /// Copy the files under `from` to `to`, without `.git`; a missing `from`

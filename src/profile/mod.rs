@@ -36,16 +36,19 @@
 //! model_params {model id: {param: value | null}} (only when there are some),
 //! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
 //! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
+//! mcp {tool {..template..} | null, sorted, instructions {head, server, joiner, tail, before} | null, keeps_boundary} (optional)
 //! ```
 
 mod agent;
 mod layout;
+pub mod mcp;
 pub mod shelf;
 pub mod template;
 
 pub use crate::time::month_year;
 pub use agent::AgentProfile;
 pub use layout::Layout;
+pub use mcp::{McpInstructions, McpStyle};
 pub use shelf::{Choice, Shelf, Shelved, Version};
 
 use serde::{Deserialize, Serialize};
@@ -407,6 +410,11 @@ pub struct Profile {
     /// capture that compacted; `None` when none was captured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// How the release sends a session's MCP servers ([`McpStyle`]),
+    /// learned from a capture run with `--mcp-config` (the `mcp` probe);
+    /// `None`: no such capture was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpStyle>,
 }
 
 /// The compaction request: the conversation so far, then this instruction

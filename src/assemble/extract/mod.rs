@@ -41,6 +41,7 @@ mod attachments;
 mod capture;
 mod compaction;
 mod detect;
+mod mcp;
 mod models;
 mod reminders;
 mod templates;
@@ -175,8 +176,11 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
     let choice = |env: &Option<&SessionEnv>| {
         env.and_then(|e| e.argv.first()).map(|a| PromptChoice::from_args(a)).unwrap_or_default()
     };
+    // A capture run with MCP servers (its env's mcp.json says) shows only
+    // how they are sent: learned last (`mcp`).
+    let (with_mcp, others): (Vec<_>, Vec<_>) = captures.iter().partition(|(_, e)| e.is_some_and(|e| !e.mcp.is_empty()));
     let (variants, plain): (Vec<_>, Vec<_>) =
-        captures.iter().partition(|(_, e)| choice(e).custom.is_some() || choice(e).append.is_some());
+        others.into_iter().partition(|(_, e)| choice(e).custom.is_some() || choice(e).append.is_some());
     let Some(((first, env), rest)) = plain.split_first() else {
         return Err(err(
             captures.first().map_or(Path::new("-"), |c| c.0),
@@ -229,6 +233,11 @@ pub fn extract_merged(captures: &[(&Path, Option<&SessionEnv>)]) -> Result<Profi
     }
     for (path, env) in variants {
         prompt_variant(&mut merged, path, &choice(&env), env)?;
+    }
+    for (path, env) in with_mcp {
+        if let Some(env) = env {
+            mcp::learn(&mut merged, path, env)?;
+        }
     }
     Ok(merged)
 }
@@ -615,6 +624,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         skills_note: None,
         custom_prompt_tools: None,
         compaction: None,
+        mcp: None,
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

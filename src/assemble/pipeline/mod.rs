@@ -40,6 +40,7 @@ mod collapse;
 mod compaction;
 pub mod contexts;
 mod leading_user;
+mod mcp;
 pub mod media;
 pub mod normalize;
 pub mod pairing;

@@ -176,6 +176,11 @@ impl Setup {
             choice.append = choice.append.or_else(|| from_argv("--append-system-prompt"));
         }
         plan.system = self.rendered_system(&variant, session, &facts, &choice, &sys_ctx, snapshot.as_ref());
+        if snapshot.is_none()
+            && let Some(why) = super::mcp::approximation(session, &self.profile, &facts.env)
+        {
+            extras.warnings.push((DiagKind::ApproximatedMcp, why));
+        }
         let drops = &self.profile.layout.resumed_drops;
         plan.resumed_system = resumed_blocks(&plan.system, drops);
         if let (SystemSource::Rendered { tools: Some(t), .. }, false) = (&plan.system, drops.is_empty()) {
@@ -296,8 +301,10 @@ impl Setup {
                     (Some(t), Some(_)) => t,
                     _ => &p.tools,
                 };
-                (!list.is_empty())
-                    .then(|| crate::profile::render_tool_list(list, env.date.as_deref(), &skills, model_name))
+                (!list.is_empty()).then(|| {
+                    let tools = crate::profile::render_tool_list(list, env.date.as_deref(), &skills, model_name);
+                    super::mcp::with_tools(tools, p, env, session)
+                })
             })
             .or_else(|| snapshot.and_then(|s| s.tools.clone()))
             .unwrap_or_else(|| session_tools(session));

@@ -73,11 +73,17 @@ pub fn default_sections(profile: &Profile, env: &SessionEnv, model_id: &str) -> 
     let mut out = Vec::with_capacity(profile.prompt.static_sections.len() + profile.prompt.dynamic_sections.len() + 1);
     if profile.layout.dynamic_boundary {
         out.extend(profile.prompt.static_sections.iter().cloned());
-        out.push(DYNAMIC_BOUNDARY.to_string());
+        // A session with MCP servers may lose the boundary (2.1.88), its
+        // static sections then sent with the dynamic ones (`super::mcp`).
+        if super::mcp::keeps_boundary(profile, env) {
+            out.push(DYNAMIC_BOUNDARY.to_string());
+        }
     } else {
         out.extend(profile.prompt.static_sections.iter().map(|s| vars.render(s)));
     }
+    let dynamic_start = out.len();
     out.extend(profile.prompt.dynamic_sections.iter().map(|s| vars.render(s)));
+    super::mcp::insert_instructions(&mut out, dynamic_start, profile, env);
     out
 }
 
