@@ -136,6 +136,12 @@ pub struct Billing {
     /// `None`: `cch` is sent as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cch_seed: Option<String>,
+    /// What a subagent's request adds after the header's `cch` part
+    /// (2.1.328: ` cc_is_subagent=true;`; 2.1.88: nothing, `None`), learned
+    /// from the `subagent` probe's agent request
+    /// (`assemble::extract::learn_subagent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
 }
 
 fn default_true() -> bool {

@@ -42,7 +42,10 @@ mod capture;
 mod detect;
 mod models;
 mod reminders;
+mod subagent;
 mod templates;
+
+pub use subagent::learn_subagent;
 
 use capture::*;
 use detect::*;
@@ -584,6 +587,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
             suffix_text,
             header_block: cap.header_block,
             cch_seed: None,
+            subagent: None,
         },
         cli_prefix: cli,
         prompt: PromptTemplate { static_sections, dynamic_sections },
