@@ -41,6 +41,7 @@ mod attachments;
 mod capture;
 mod detect;
 mod models;
+mod notifications;
 mod reminders;
 mod subagent;
 mod templates;
@@ -133,6 +134,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     }
     if wire.is_some() {
         profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
+        profile.reminders.task_notification = notifications::task_notification(&lines, &held);
     }
     // A `cch` that changes per request is the native client's attestation
     // (2.1.150): the seed that reproduces every captured one is kept, and
@@ -433,6 +435,9 @@ fn merge(into: &mut Profile, other: Profile) {
             Some(_) => {}
             None => into.agents.push(a),
         }
+    }
+    if into.reminders.task_notification.is_none() {
+        into.reminders.task_notification = other.reminders.task_notification;
     }
     for (kind, text) in other.reminders.attachment_texts {
         into.reminders.attachment_texts.entry(kind).or_insert(text);

@@ -27,7 +27,7 @@
 //! The system side of a session without recorded shapes is rendered by
 //! [`setup`] from the profile with [`contexts`], [`system_prompt`] and
 //! [`system_blocks`]; [`attachments`] renders attachment entries for
-//! [`normalize`].
+//! [`normalize`], [`notifications`] the background-task notifications.
 
 mod agent;
 pub mod attachments;
@@ -40,6 +40,7 @@ pub mod contexts;
 mod leading_user;
 pub mod media;
 pub mod normalize;
+pub mod notifications;
 pub mod pairing;
 mod pieces;
 pub mod plan;

@@ -196,6 +196,10 @@ pub struct Extras {
     /// The text of a reminder attachment written with an empty list, by
     /// kind (the profile's `reminders.attachment_texts`).
     pub attachment_texts: std::collections::BTreeMap<String, String>,
+    /// How a background-task notification is sent: the raw text put in
+    /// this template ([`super::notifications`]; the session's records, else
+    /// the profile's `reminders.task_notification`; `None`: as written).
+    pub task_notification: Option<String>,
 }
 
 /// Named members in order (params, or what a system turn carries).
