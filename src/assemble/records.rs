@@ -379,8 +379,10 @@ fn build_body<'a>(
 ) -> Result<Body<'a>, String> {
     let version = e.env.version.unwrap_or("");
     let first_text = canonical.first().map_or("", |m| first_user_text(m));
+    // A subagent's request says so in its header (`wire::SUBAGENT_BILLING_FLAG`).
+    let extra = if wire::is_agent_query(r.query_source) { wire::SUBAGENT_BILLING_FLAG } else { "" };
     let header =
-        wire::billing_header(version, &wire::billing_suffix(BILLING_SALT, first_text, version), entrypoint, "");
+        wire::billing_header(version, &wire::billing_suffix(BILLING_SALT, first_text, version), entrypoint, extra);
     let billing =
         Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(bump.alloc_str(&header)))]));
     let mut system: Vec<Json<'a>> = vec![billing];

@@ -25,6 +25,18 @@ use sha2::{Digest, Sha256};
 /// profile, uses it too).
 pub const BILLING_SALT: &str = "59cf53e54c78";
 
+/// What a 2.1.3xx subagent request's billing header adds after
+/// `cc_entrypoint=…;` (records mode, which has no profile: every request
+/// whose `api-request` record's `querySource` is `agent:…` carries it in
+/// the `subagent-bash` captures of 2.1.328 and 2.1.332; the pipeline
+/// takes it from the profile, `Billing::subagent`).
+pub const SUBAGENT_BILLING_FLAG: &str = " cc_is_subagent=true;";
+
+/// Whether a record's `querySource` is a subagent's (`agent:builtin:general-purpose`).
+pub fn is_agent_query(query_source: Option<&str>) -> bool {
+    query_source.is_some_and(|q| q.starts_with("agent:"))
+}
+
 /// Seeds of the native client's `cch` attestation ([`attest`]) tried on a
 /// capture by `profile extract`; the one that reproduces every captured
 /// `cch` goes into the profile (`billing.cch_seed`). The first was checked
@@ -227,6 +239,18 @@ pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subagent_record_is_one_whose_query_source_names_an_agent() {
+        assert!(is_agent_query(Some("agent:builtin:general-purpose")));
+        assert!(!is_agent_query(Some("sdk")));
+        assert!(!is_agent_query(Some("compact")));
+        assert!(!is_agent_query(None));
+        assert_eq!(
+            billing_header("2.1.328", "ccf", "sdk-cli", SUBAGENT_BILLING_FLAG),
+            "x-anthropic-billing-header: cc_version=2.1.328.ccf; cc_entrypoint=sdk-cli; cc_is_subagent=true;"
+        );
+    }
 
     #[test]
     fn attestation_seed_is_found_only_when_every_sample_agrees() {

@@ -139,6 +139,12 @@ pub struct Billing {
     /// `None`: `cch` is sent as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cch_seed: Option<String>,
+    /// What a subagent's request adds after the header's `cch` part
+    /// (2.1.328: ` cc_is_subagent=true;`; 2.1.88: nothing, `None`), learned
+    /// from the `subagent` probe's agent request
+    /// (`assemble::extract::learn_subagent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -529,6 +535,13 @@ pub struct Reminders {
     /// from a capture that shows one.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub attachment_texts: std::collections::BTreeMap<String, String>,
+    /// How a background-task notification (a user line of `origin.kind:
+    /// "task-notification"`) is sent: its raw text in place of
+    /// `{notification}` (2.1.328: inside a `<system-reminder>` that says it
+    /// is no user input; `None`: as written, 2.1.88), learned from a
+    /// capture that shows one (`assemble::pipeline::notifications`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_notification: Option<String>,
 }
 
 fn default_todo_every() -> usize {
@@ -537,7 +550,12 @@ fn default_todo_every() -> usize {
 
 impl Default for Reminders {
     fn default() -> Self {
-        Reminders { todo: None, todo_every: default_todo_every(), attachment_texts: Default::default() }
+        Reminders {
+            todo: None,
+            todo_every: default_todo_every(),
+            attachment_texts: Default::default(),
+            task_notification: None,
+        }
     }
 }
 

@@ -21,6 +21,7 @@ mod records;
 mod records_free;
 mod robustness;
 mod send;
+mod shape_agents;
 mod shape_mcp;
 mod shape_sessions;
 mod stats;

@@ -43,8 +43,12 @@ mod compaction;
 mod detect;
 mod mcp;
 mod models;
+mod notifications;
 mod reminders;
+mod subagent;
 mod templates;
+
+pub use subagent::learn_subagent;
 
 use capture::*;
 use detect::*;
@@ -133,6 +137,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     if wire.is_some() {
         profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
         profile.compaction = compaction::learn(&lines, &held);
+        profile.reminders.task_notification = notifications::task_notification(&lines, &held);
     }
     // A `cch` that changes per request is the native client's attestation
     // (2.1.150): the seed that reproduces every captured one is kept, and
@@ -445,6 +450,9 @@ fn merge(into: &mut Profile, other: Profile) {
             None => into.agents.push(a),
         }
     }
+    if into.reminders.task_notification.is_none() {
+        into.reminders.task_notification = other.reminders.task_notification;
+    }
     for (kind, text) in other.reminders.attachment_texts {
         into.reminders.attachment_texts.entry(kind).or_insert(text);
     }
@@ -598,6 +606,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
             suffix_text,
             header_block: cap.header_block,
             cch_seed: None,
+            subagent: None,
         },
         cli_prefix: cli,
         prompt: PromptTemplate { static_sections, dynamic_sections },

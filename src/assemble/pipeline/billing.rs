@@ -5,7 +5,9 @@
 //! text block for 2.1.88, its first text that is not a reminder for
 //! 2.1.3xx), hashes it into the 3-hex suffix with the profile's salt and
 //! formats the header with the turn's CLI version and the chain's
-//! entrypoint.
+//! entrypoint, and on a subagent's request the profile's subagent flag
+//! (`billing.subagent`, 2.1.3xx `subagent-bash` captures: ` cc_is_subagent=true;`
+//! on the agent's requests, not on the main chain's nor a compaction's).
 //!
 //! *Why here.* The text is read before breakpoints and collapse change the
 //! message's form (the client hashes its own message, not the wire bytes).
@@ -28,5 +30,28 @@ pub(crate) fn billing_header(cx: &ChainCtx<'_, '_>, version: &str, messages: &[&
         SuffixText::FirstText => first.map_or("", |m| first_block_text(m)),
     };
     let suffix = wire::billing_suffix(&plan.billing_salt, text, version);
-    Some(wire::billing_header(version, &suffix, cx.entrypoint, &plan.billing_extra))
+    let extra = if is_subagent(cx.agent_id) {
+        format!("{}{}", plan.billing_extra, plan.billing_subagent)
+    } else {
+        plan.billing_extra.clone()
+    };
+    Some(wire::billing_header(version, &suffix, cx.entrypoint, &extra))
+}
+
+/// Whether a chain of agent id `agent_id` is a subagent's (a compaction's
+/// transcript, `agent-acompact-*`, is the main agent's request).
+fn is_subagent(agent_id: Option<&str>) -> bool {
+    agent_id.is_some_and(|a| !a.starts_with("acompact"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_subagent;
+
+    #[test]
+    fn a_subagent_chain_is_a_named_agent_but_not_a_compaction() {
+        assert!(is_subagent(Some("a5ff6edb0b52d87e8")));
+        assert!(!is_subagent(Some("acompact-0123456789abcdef")));
+        assert!(!is_subagent(None));
+    }
 }

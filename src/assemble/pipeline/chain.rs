@@ -105,6 +105,10 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 if let Some(p) = profile_reminder(bump, e, &extras.attachment_texts) {
                     return Some(p);
                 }
+                if let Some(p) = super::notifications::notification_piece(bump, e, extras.task_notification.as_deref())
+                {
+                    return Some(p);
+                }
                 let p = normalize::piece_of_entry_with(bump, e, templates);
                 if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
                     && a.rendered.is_none()

@@ -28,7 +28,7 @@
 //! The system side of a session without recorded shapes is rendered by
 //! [`setup`] from the profile with [`contexts`], [`system_prompt`] and
 //! [`system_blocks`]; [`attachments`] renders attachment entries for
-//! [`normalize`].
+//! [`normalize`], [`notifications`] the background-task notifications.
 
 mod agent;
 pub mod attachments;
@@ -43,6 +43,7 @@ mod leading_user;
 mod mcp;
 pub mod media;
 pub mod normalize;
+pub mod notifications;
 pub mod pairing;
 mod pieces;
 pub mod plan;

@@ -59,6 +59,9 @@ pub struct Plan {
     pub billing_salt: String,
     /// Appended to the billing header (2.1.88: `" cch=00000;"`).
     pub billing_extra: String,
+    /// Appended after `billing_extra` on a subagent chain's requests
+    /// (`billing.subagent`, 2.1.3xx: `" cc_is_subagent=true;"`).
+    pub billing_subagent: String,
     /// The attestation seed of `cch` (`billing.cch_seed`, 2.1.150).
     pub cch_seed: Option<u64>,
     /// Which text feeds the billing header's suffix.
@@ -132,6 +135,7 @@ impl Plan {
             betas: profile.betas.clone(),
             billing_salt: profile.billing.salt.clone(),
             billing_extra: profile.billing.cch.clone().unwrap_or_default(),
+            billing_subagent: profile.billing.subagent.clone().unwrap_or_default(),
             billing_text: profile.billing.suffix_text,
             cch_seed: profile.billing.cch_seed.as_deref().and_then(|s| u64::from_str_radix(s, 16).ok()),
             billing_block: profile.billing.header_block,
@@ -196,6 +200,10 @@ pub struct Extras {
     /// The text of a reminder attachment written with an empty list, by
     /// kind (the profile's `reminders.attachment_texts`).
     pub attachment_texts: std::collections::BTreeMap<String, String>,
+    /// How a background-task notification is sent: the raw text put in
+    /// this template ([`super::notifications`]; the session's records, else
+    /// the profile's `reminders.task_notification`; `None`: as written).
+    pub task_notification: Option<String>,
 }
 
 /// Named members in order (params, or what a system turn carries).

@@ -153,6 +153,8 @@ impl Setup {
         };
         let memory = self.memory(&facts.env, &mut extras);
         extras.attachment_texts = self.profile.reminders.attachment_texts.clone();
+        extras.task_notification = super::notifications::session_template(session)
+            .or_else(|| self.profile.reminders.task_notification.clone());
         if first_of(session, |e| e.raw.get_str("entrypoint")).is_none() && facts.env.print_mode() == Some(true) {
             extras.entrypoint = Some("sdk-cli".into());
         }
