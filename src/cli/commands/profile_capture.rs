@@ -188,14 +188,18 @@ fn fidelity(runs: &[(ProbeRun, bool)], profile: &Profile) -> anyhow::Result<bool
     Ok(exact)
 }
 
-/// The release a CLI binary says it is (`2.1.88 (Claude Code)`).
+/// The release a CLI binary says it is (`2.1.88 (Claude Code)`, on the
+/// last line that names one).
 fn cli_version(cli: &Path) -> anyhow::Result<Version> {
     let out = std::process::Command::new(cli)
         .arg("--version")
         .output()
         .with_context(|| format!("profile capture: cannot run {}", cli.display()))?;
     let text = String::from_utf8_lossy(&out.stdout);
-    Version::parse(&text).with_context(|| {
+    // 1.0.x may print warnings first (a missing ~/.claude.json): the
+    // release is the line that says it.
+    let line = text.lines().rev().find(|l| Version::parse(l).is_some()).unwrap_or(&text);
+    Version::parse(line).with_context(|| {
         format!("profile capture: {} --version printed {:?}, not a release number", cli.display(), text.trim())
     })
 }
