@@ -32,9 +32,13 @@ use bumpalo::Bump;
 use rustc_hash::FxHashSet;
 
 /// One request a chain sends.
-pub(crate) enum Job<'a> {
-    /// The request that produced an assistant message.
-    Turn { first: usize, projected: Vec<usize> },
+pub(crate) enum Job<'a, 't> {
+    /// The request that produced an assistant message (projected when it
+    /// is built: holding every turn's history at once would cost memory
+    /// quadratic in the session's length).
+    Turn(&'t Turn),
+    /// A request whose history is given (a warmup without a reply).
+    Given { first: usize, projected: Vec<usize> },
     /// A compaction request: `projected` is its history, `at` the entry it
     /// is sent as (the history's last assistant line: model, session,
     /// line), `k` its number among the session's compactions.
@@ -47,8 +51,7 @@ pub(crate) fn is_compaction_chain(cx: &ChainCtx<'_, '_>) -> bool {
 }
 
 /// The jobs of the chain, in the order they were sent (see the module docs).
-pub(crate) fn jobs<'a>(cx: &ChainCtx<'a, '_>, turns: &[Turn]) -> Vec<Job<'a>> {
-    let project = |t: &Turn| projection::project(cx.entries, &cx.links, t);
+pub(crate) fn jobs<'a, 't>(cx: &ChainCtx<'a, '_>, turns: &'t [Turn]) -> Vec<Job<'a, 't>> {
     if is_compaction_chain(cx) {
         return compaction_chain_jobs(cx, turns);
     }
@@ -58,7 +61,7 @@ pub(crate) fn jobs<'a>(cx: &ChainCtx<'a, '_>, turns: &[Turn]) -> Vec<Job<'a>> {
         while let Some(b) = boundaries.next_if(|b| b.0 < t.first) {
             out.extend(boundary_job(cx, b));
         }
-        out.push(Job::Turn { first: t.first, projected: project(t) });
+        out.push(Job::Turn(t));
     }
     out.extend(boundaries.flat_map(|b| boundary_job(cx, b)));
     out
@@ -94,7 +97,7 @@ fn main_boundaries(cx: &ChainCtx<'_, '_>) -> Vec<(usize, usize, usize)> {
 
 /// The compaction request at boundary `(b, leaf, k)` of the main chain,
 /// when the profile knows the instruction.
-fn boundary_job<'a>(cx: &ChainCtx<'a, '_>, (b, leaf, k): (usize, usize, usize)) -> Option<Job<'a>> {
+fn boundary_job<'a, 't>(cx: &ChainCtx<'a, '_>, (b, leaf, k): (usize, usize, usize)) -> Option<Job<'a, 't>> {
     let instruction = cx.plan.compaction_instruction.as_deref().map(|t| &*cx.bump.alloc_str(t))?;
     let projected = projection::history_to(cx.entries, &cx.links, leaf);
     let at = last_assistant(cx.entries, &projected).unwrap_or(leaf);
@@ -104,7 +107,7 @@ fn boundary_job<'a>(cx: &ChainCtx<'a, '_>, (b, leaf, k): (usize, usize, usize)) 
 
 /// The jobs of a 2.1.88 compaction file: its own turns only, each sending
 /// the history and, last, the instruction line.
-fn compaction_chain_jobs<'a>(cx: &ChainCtx<'a, '_>, turns: &[Turn]) -> Vec<Job<'a>> {
+fn compaction_chain_jobs<'a, 't>(cx: &ChainCtx<'a, '_>, turns: &'t [Turn]) -> Vec<Job<'a, 't>> {
     let main = cx.session.main.as_ref().map_or(&[][..], |m| &m.parsed.entries[..]);
     let in_main: FxHashSet<&str> = main.iter().filter_map(|e| e.env.uuid).collect();
     let mut out = Vec::new();
@@ -115,7 +118,7 @@ fn compaction_chain_jobs<'a>(cx: &ChainCtx<'a, '_>, turns: &[Turn]) -> Vec<Job<'
         let mut projected = projection::project(cx.entries, &cx.links, t);
         let instruction = projected.last().and_then(|&i| string_prompt(&cx.entries[i]));
         let Some(instruction) = instruction else {
-            out.push(Job::Turn { first: t.first, projected });
+            out.push(Job::Given { first: t.first, projected });
             continue;
         };
         projected.pop();

@@ -134,17 +134,18 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
     if turns.is_empty()
         && let Some((first, projected)) = agent::unanswered(cx)
     {
-        jobs.push(Job::Turn { first, projected });
+        jobs.push(Job::Given { first, projected });
     }
     let mut n = 0;
     for job in jobs {
-        if only_compactions && matches!(job, Job::Turn { .. }) {
+        if only_compactions && !matches!(job, Job::Compact { .. }) {
             n += 1;
             continue;
         }
         out.report.turns += 1;
         let (first, projected, compact) = match job {
-            Job::Turn { first, projected } => (first, projected, None),
+            Job::Turn(t) => (t.first, projection::project(cx.entries, &cx.links, t), None),
+            Job::Given { first, projected } => (first, projected, None),
             Job::Compact { at, projected, instruction, k, current_start } => {
                 (at, projected, Some((instruction, k, current_start)))
             }
