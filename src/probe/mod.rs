@@ -114,9 +114,10 @@ mod tests {
             assert!(!p.steps.is_empty(), "{}", p.name);
         }
         let extracted: Vec<&str> = probes.iter().filter(|p| p.extract).map(|p| p.name.as_str()).collect();
-        // The subagent probe is checked, not learned from; /compact teaches
-        // the compaction instruction.
-        assert_eq!(extracted.len(), 9, "{extracted:?}");
+        // Every probe teaches: the subagent probe a subagent type's
+        // definition (2.1.88) and the billing flag, /compact the
+        // compaction instruction.
+        assert_eq!(extracted.len(), 10, "{extracted:?}");
         assert_eq!(extracted.last(), Some(&"compact"));
         assert!(probes[10 - 1].steps[1].continue_session);
         let mcp = &probes[7];

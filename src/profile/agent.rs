@@ -4,6 +4,10 @@
 //! own system prompt, tools and model, and writes each as a sidechain
 //! transcript (`agent-*.jsonl`) that names no agent type. A profile learns
 //! them from a capture's Warmup requests ([`crate::assemble::extract`]).
+//!
+//! A release before records (2.1.88) also builds a Task subagent's request
+//! from the agent type's definition — its own prompt, tools and params —
+//! which the `subagent` probe shows ([`AgentProfile::subagent_type`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,4 +36,13 @@ pub struct AgentProfile {
     /// Its `anthropic-beta` values.
     #[serde(default)]
     pub betas: Vec<String>,
+    /// The Agent tool's `subagent_type` this is the definition of (a
+    /// subagent a tool call names, not a warmup: 2.1.88 `general-purpose`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
+    /// Its own body params in wire order, when they are not the main
+    /// chain's (2.1.88's general-purpose agent: `max_tokens`,
+    /// `temperature: 1`, `output_config`; no `thinking`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Map<String, Value>>,
 }

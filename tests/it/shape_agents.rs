@@ -10,7 +10,10 @@
 //!   records mode from the record's `querySource`), runs the agent
 //!   asynchronously and later delivers a task notification; `output_config`
 //!   stays on the first system turn (the agent-listing update after the
-//!   tool result has none).
+//!   tool result has none). 2.1.88 builds the agent's requests from its
+//!   type's definition (`agents[].subagent_type`, learned from the
+//!   `subagent` probe: its own prompt, tools and params), with the skills
+//!   listing on its first tool result.
 //! - `background-bash`: a background Bash call whose completion the CLI
 //!   delivers wrapped in a `<system-reminder>` (2.1.3xx; the wrapper from
 //!   the session's records or `reminders.task_notification`).
@@ -61,7 +64,11 @@ fn all_byte_equal(v: &str, want: &[(&str, u64)], records: bool) {
 
 #[test]
 fn issue_13_agents_2_1_88() {
-    all_byte_equal("2.1.88", &[("background-bash", 4), ("haiku-bash", 2), ("sonnet-bash", 2)], false);
+    // subagent-bash: the general-purpose agent's requests from its type's
+    // definition (prompt, 16 tools, temperature 1, no thinking; the skills
+    // listing on its first tool result), learned from the subagent probe.
+    let shapes = [("subagent-bash", 4), ("background-bash", 4), ("haiku-bash", 2), ("sonnet-bash", 2)];
+    all_byte_equal("2.1.88", &shapes, false);
 }
 
 #[test]

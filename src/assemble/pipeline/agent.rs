@@ -38,6 +38,10 @@ pub struct AgentPlan {
     pub blocks: Vec<Value>,
     pub tools: Value,
     pub betas: Vec<String>,
+    /// The Agent tool's type this defines ([`crate::profile::AgentProfile::subagent_type`]).
+    pub subagent_type: Option<String>,
+    /// Its own body params, in wire order.
+    pub params: Option<Vec<(String, Value)>>,
 }
 
 /// Every agent of `profile` rendered for `env` (the gitStatus section as
@@ -66,6 +70,8 @@ pub(crate) fn agent_plans(profile: &Profile, env: &SessionEnv, sys_ctx: &SystemC
                     main_name,
                 )),
                 betas: a.betas.clone(),
+                subagent_type: a.subagent_type.clone(),
+                params: a.params.as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
             }
         })
         .collect()
@@ -79,6 +85,10 @@ pub(crate) struct AgentStatics<'a> {
     pub(crate) tools_key: Option<u128>,
     pub(crate) model: &'a str,
     pub(crate) betas: Vec<&'a str>,
+    /// Its own params ([`AgentPlan::params`]).
+    pub(crate) params: Option<Vec<(&'a str, Json<'a>)>>,
+    /// It defines a subagent type (not a warmup).
+    pub(crate) subagent: bool,
 }
 
 impl<'a> AgentStatics<'a> {
@@ -93,6 +103,11 @@ impl<'a> AgentStatics<'a> {
             tools,
             model: bump.alloc_str(&a.model),
             betas: a.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),
+            params: a
+                .params
+                .as_ref()
+                .map(|ps| ps.iter().map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v))).collect()),
+            subagent: a.subagent_type.is_some(),
         }
     }
 }
@@ -120,7 +135,9 @@ pub(crate) fn assign_warmups<'a>(
     plan: &Plan,
     named: impl Fn(&str) -> bool,
 ) -> Vec<(&'a str, usize)> {
-    if plan.agents.is_empty() {
+    // Subagent-type definitions are chosen by the tool call, not here.
+    let warm: Vec<usize> = (0..plan.agents.len()).filter(|&i| plan.agents[i].subagent_type.is_none()).collect();
+    if warm.is_empty() {
         return Vec::new();
     }
     let mut chains: Vec<(&'a str, &'a str, Option<&'a str>)> = Vec::new();
@@ -128,7 +145,7 @@ pub(crate) fn assign_warmups<'a>(
         let entries = &f.parsed.entries;
         let Some(id) = entries.iter().find_map(|e| e.env.agent_id) else { continue };
         let Some((text, at)) = first_prompt(entries) else { continue };
-        if named(id) || !plan.agents.iter().any(|a| a.warmup == text) {
+        if named(id) || !warm.iter().any(|&i| plan.agents[i].warmup == text) {
             continue;
         }
         let model = entries.iter().find_map(|e| e.as_assistant().and_then(|a| a.model));
@@ -138,16 +155,18 @@ pub(crate) fn assign_warmups<'a>(
     // Each CLI process warms every agent up once: the chains in rounds of
     // as many agents, in the order they were written.
     let mut out = Vec::new();
-    for round in chains.chunks(plan.agents.len()) {
+    for round in chains.chunks(warm.len()) {
         let mut used = vec![false; plan.agents.len()];
         // Chains whose reply names a model first, then the others.
         for pass in [true, false] {
             for &(id, _, model) in round.iter().filter(|c| c.2.is_some() == pass) {
                 let free = |i: &usize| !used[*i];
-                let pick = (0..plan.agents.len())
+                let pick = warm
+                    .iter()
+                    .copied()
                     .filter(free)
                     .find(|&i| model.is_none_or(|m| plan.agents[i].model == m))
-                    .or_else(|| (0..plan.agents.len()).find(free));
+                    .or_else(|| warm.iter().copied().find(free));
                 if let Some(i) = pick {
                     used[i] = true;
                     out.push((id, i));

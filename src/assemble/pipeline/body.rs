@@ -93,7 +93,11 @@ pub(crate) fn build_request<'a>(
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
-        params: turn_params(cx, first, process),
+        // A subagent type's definition sends its own params (2.1.88).
+        params: match agent.and_then(|a| a.params.as_ref()) {
+            Some(own) => own.clone(),
+            None => turn_params(cx, first, process),
+        },
         stream: true,
         betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),
         cch_seed: header.and(cx.plan.cch_seed),

@@ -132,7 +132,12 @@ impl<'a, 's> ChainCtx<'a, 's> {
             identity,
             links: Links::new(entries),
             agent_prompt: agent_id.and_then(|id| subagent_prompt(session, id)),
-            agent: agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i),
+            agent: agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i).or_else(|| {
+                // A Task subagent whose type the profile defines (2.1.88).
+                let kind =
+                    agent_id.and_then(|id| subagent_call(session, id)).and_then(|input| input.get_str("subagent_type"));
+                kind.and_then(|k| plan.agents.iter().position(|a| a.subagent_type.as_deref() == Some(k)))
+            }),
             entrypoint,
             pieces,
             user_context: extras.user_context.as_deref().map(|t| Piece::User {
@@ -179,6 +184,12 @@ pub(crate) fn names_agent(session: &Session<'_, '_>, agent_id: &str) -> bool {
 /// input of the tool call whose result names the agent
 /// (`toolUseResult.agentId`).
 fn subagent_prompt<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a str> {
+    subagent_call(session, agent_id)?.get_str("prompt")
+}
+
+/// The input of the main transcript's tool call whose result names
+/// subagent `agent_id` (`toolUseResult.agentId`).
+fn subagent_call<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a Json<'a>> {
     let main = &session.main.as_ref()?.parsed.entries;
     let call_id = main.iter().find_map(|e| {
         let u = e.as_user()?;
@@ -189,7 +200,7 @@ fn subagent_prompt<'a>(session: &Session<'a, '_>, agent_id: &str) -> Option<&'a 
         })
     })?;
     main.iter().filter_map(Entry::as_assistant).flat_map(|a| a.content.blocks()).find_map(|b| match b.kind {
-        BlockKind::ToolUse { id, input, .. } if id == call_id => input.get_str("prompt"),
+        BlockKind::ToolUse { id, input, .. } if id == call_id => Some(input),
         _ => None,
     })
 }

@@ -136,7 +136,7 @@ fn merged_profile(runs: &[(ProbeRun, bool)], version: Version) -> anyhow::Result
     let mut profile = extract_all(&accepted)?;
     profile.version = version.to_string();
     // The checked subagent probe teaches what its agent's requests need.
-    for (run, _) in runs.iter().filter(|(r, extract)| !extract && r.name == "subagent") {
+    for (run, _) in runs.iter().filter(|(r, _)| r.name == "subagent") {
         ctxasm::assemble::extract::learn_subagent(&mut profile, &run.dir.join("wire.jsonl"))?;
     }
     Ok(profile)
