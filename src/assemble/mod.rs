@@ -109,9 +109,7 @@ fn with_compactions<'a>(
 ) {
     let Some(main) = &session.main else { return };
     let boundaries = main.parsed.entries.iter().filter(|e| e.is_compact_boundary()).count();
-    let acompact = session.subagents.iter().any(|f| {
-        matches!(&f.file.kind, crate::input::discover::FileKind::Subagent { agent_id, .. } if agent_id.starts_with("acompact"))
-    });
+    let acompact = session.subagents.iter().any(|f| f.file.kind.is_compaction());
     if boundaries == 0 || acompact {
         return;
     }

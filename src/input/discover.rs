@@ -26,6 +26,19 @@ pub enum FileKind {
     },
 }
 
+/// Whether a subagent id is a compaction agent's (2.1.88 writes a
+/// compaction's request into `agent-acompact-<hex>.jsonl`).
+pub fn is_compaction_agent(agent_id: &str) -> bool {
+    agent_id.starts_with("acompact")
+}
+
+impl FileKind {
+    /// A compaction agent's file ([`is_compaction_agent`]).
+    pub fn is_compaction(&self) -> bool {
+        matches!(self, FileKind::Subagent { agent_id, .. } if is_compaction_agent(agent_id))
+    }
+}
+
 /// One transcript file to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TranscriptFile {

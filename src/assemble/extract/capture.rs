@@ -203,6 +203,11 @@ pub(super) fn from_transcript(path: &Path, lines: &[Value]) -> Result<Capture, P
 /// the captures' layout), as text: what they hold is not something the
 /// client prepended.
 pub(super) fn transcripts_beside(wire: &Path) -> Vec<String> {
+    transcript_paths_beside(wire).iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect()
+}
+
+/// The `.jsonl` files under the `transcripts/` directory beside `wire`.
+pub(super) fn transcript_paths_beside(wire: &Path) -> Vec<std::path::PathBuf> {
     let Some(dir) = wire.parent().map(|d| d.join("transcripts")) else { return Vec::new() };
     let mut out = Vec::new();
     let mut stack = vec![dir];
@@ -212,10 +217,8 @@ pub(super) fn transcripts_beside(wire: &Path) -> Vec<String> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl")
-                && let Ok(t) = std::fs::read_to_string(&p)
-            {
-                out.push(t);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
             }
         }
     }

@@ -18,27 +18,16 @@ use std::path::Path;
 /// The first prompts of the subagent transcripts beside `wire` (compactions
 /// left out).
 fn agent_prompts(wire: &Path) -> Vec<String> {
-    let Some(dir) = wire.parent().map(|d| d.join("transcripts")) else { return Vec::new() };
-    let mut out = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
-        for e in rd.flatten() {
-            let p = e.path();
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if p.is_dir() {
-                stack.push(p);
-            } else if name.starts_with("agent-")
-                && !name.starts_with("agent-acompact")
-                && name.ends_with(".jsonl")
-                && let Ok(t) = std::fs::read_to_string(&p)
-                && let Some(prompt) = t.lines().find_map(first_prompt)
-            {
-                out.push(prompt);
-            }
-        }
-    }
-    out
+    let is_agent = |p: &&std::path::PathBuf| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.strip_prefix("agent-").is_some_and(|id| !crate::input::discover::is_compaction_agent(id))
+    };
+    super::capture::transcript_paths_beside(wire)
+        .iter()
+        .filter(is_agent)
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter_map(|t| t.lines().find_map(first_prompt))
+        .collect()
 }
 
 /// The prompt text of a transcript line that is a user line with no parent.

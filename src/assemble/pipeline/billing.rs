@@ -41,7 +41,7 @@ pub(crate) fn billing_header(cx: &ChainCtx<'_, '_>, version: &str, messages: &[&
 /// Whether a chain of agent id `agent_id` is a subagent's (a compaction's
 /// transcript, `agent-acompact-*`, is the main agent's request).
 fn is_subagent(agent_id: Option<&str>) -> bool {
-    agent_id.is_some_and(|a| !a.starts_with("acompact"))
+    agent_id.is_some_and(|a| !crate::input::discover::is_compaction_agent(a))
 }
 
 #[cfg(test)]

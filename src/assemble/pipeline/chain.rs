@@ -47,6 +47,10 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) per_process: Option<Piece<'a>>,
     /// Entry indices of the prompts that start a CLI process.
     pub(crate) process_starts: Vec<usize>,
+    /// Where the per-process reminder goes instead of the process start: a
+    /// subagent built from its type's definition gets it on its first tool
+    /// result (2.1.88 subagent-bash capture).
+    pub(crate) per_process_at: Option<usize>,
 }
 
 /// What one turn leaves for the next.
@@ -98,6 +102,12 @@ impl<'a, 's> ChainCtx<'a, 's> {
             .find_map(|e| e.raw.get_str("entrypoint"))
             .or_else(|| extras.entrypoint.as_deref().map(|t| &*bump.alloc_str(t)))
             .unwrap_or("cli");
+        let agent = agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i).or_else(|| {
+            // A Task subagent whose type the profile defines (2.1.88).
+            let kind =
+                agent_id.and_then(|id| subagent_call(session, id)).and_then(|input| input.get_str("subagent_type"));
+            kind.and_then(|k| plan.agents.iter().position(|a| a.subagent_type.as_deref() == Some(k)))
+        });
         let pieces = entries
             .iter()
             .map(|e| {
@@ -132,12 +142,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
             identity,
             links: Links::new(entries),
             agent_prompt: agent_id.and_then(|id| subagent_prompt(session, id)),
-            agent: agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i).or_else(|| {
-                // A Task subagent whose type the profile defines (2.1.88).
-                let kind =
-                    agent_id.and_then(|id| subagent_call(session, id)).and_then(|input| input.get_str("subagent_type"));
-                kind.and_then(|k| plan.agents.iter().position(|a| a.subagent_type.as_deref() == Some(k)))
-            }),
+            agent,
             entrypoint,
             pieces,
             user_context: extras.user_context.as_deref().map(|t| Piece::User {
@@ -146,8 +151,17 @@ impl<'a, 's> ChainCtx<'a, 's> {
             }),
             per_process: extras.per_process.as_deref().map(|t| user_reminder(bump.alloc_str(t))),
             process_starts: process_first_prompts(entries),
+            per_process_at: agent
+                .and_then(|a| statics.agents.get(a))
+                .filter(|a| a.subagent)
+                .and_then(|_| entries.iter().position(holds_tool_result)),
         }
     }
+}
+
+/// Whether `e` is a user line holding a tool result.
+fn holds_tool_result(e: &Entry<'_>) -> bool {
+    e.as_user().is_some_and(|u| u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. })))
 }
 
 /// A user-role attachment piece of one text.

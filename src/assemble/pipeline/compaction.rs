@@ -47,7 +47,7 @@ pub(crate) enum Job<'a, 't> {
 
 /// Whether `cx` is a compaction agent's file (2.1.88 `agent-acompact-*`).
 pub(crate) fn is_compaction_chain(cx: &ChainCtx<'_, '_>) -> bool {
-    cx.agent_id.is_some_and(|a| a.starts_with("acompact"))
+    cx.agent_id.is_some_and(crate::input::discover::is_compaction_agent)
 }
 
 /// The jobs of the chain, in the order they were sent (see the module docs).
@@ -77,9 +77,7 @@ fn main_boundaries(cx: &ChainCtx<'_, '_>) -> Vec<(usize, usize, usize)> {
         .session
         .subagents
         .iter()
-        .filter(|f| {
-            matches!(&f.file.kind, crate::input::discover::FileKind::Subagent { agent_id, .. } if agent_id.starts_with("acompact"))
-        })
+        .filter(|f| f.file.kind.is_compaction())
         .flat_map(|f| f.parsed.entries.iter().filter_map(|e| e.env.uuid))
         .collect();
     let mut out = Vec::new();

@@ -31,14 +31,7 @@ pub(crate) fn gather_pieces<'a>(
     // A subagent built from its type's definition gets the per-process
     // reminder on its first tool result, not its prompt (2.1.88
     // subagent-bash capture: the skills listing joined to the result).
-    let per_process_at = match cx.agent.and_then(|a| cx.statics.agents.get(a)).is_some_and(|a| a.subagent) {
-        true => cx.entries.iter().position(|e| {
-            e.as_user().is_some_and(|u| {
-                u.content.blocks().iter().any(|b| matches!(b.kind, crate::model::content::BlockKind::ToolResult { .. }))
-            })
-        }),
-        false => current_start,
-    };
+    let per_process_at = cx.per_process_at.or(current_start);
     for &i in projected {
         out.extend(cx.pieces[i].iter().cloned());
         if sends_members && let Some(k) = cx.process_starts.iter().position(|&s| s == i) {
