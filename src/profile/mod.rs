@@ -421,6 +421,13 @@ pub struct Profile {
     /// `None`: no such capture was seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<McpStyle>,
+    /// Tool names a transcript's `tool_use` blocks hold that the release
+    /// sends under another name, `{written: sent}` (2.1.88 and 2.1.3xx
+    /// write a `Task` call as the model made it and send it as `Agent`);
+    /// learned from a capture whose transcript and wire name one call
+    /// differently.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub tool_aliases: std::collections::BTreeMap<String, String>,
 }
 
 /// The compaction request: the conversation so far, then this instruction

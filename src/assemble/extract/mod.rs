@@ -37,6 +37,7 @@ use serde_json::{Map, Value};
 use std::path::Path;
 
 mod agents;
+mod aliases;
 mod attachments;
 mod capture;
 mod compaction;
@@ -137,6 +138,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     if wire.is_some() {
         profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
         profile.compaction = compaction::learn(&lines, &held);
+        profile.tool_aliases = aliases::learn(&lines, &held);
         profile.reminders.task_notification = notifications::task_notification(&lines, &held);
     }
     // A `cch` that changes per request is the native client's attestation
@@ -383,6 +385,9 @@ fn any_month_templates(tools: &[Value]) -> Vec<Value> {
 
 /// Add to `into` what `other`, a capture of the same release, shows.
 fn merge(into: &mut Profile, other: Profile) {
+    for (w, s) in &other.tool_aliases {
+        into.tool_aliases.entry(w.clone()).or_insert_with(|| s.clone());
+    }
     if into.compaction.is_none() {
         into.compaction.clone_from(&other.compaction);
     }
@@ -634,6 +639,7 @@ fn build(path: &Path, cap: Capture, env: Option<&SessionEnv>, held: &[String]) -
         custom_prompt_tools: None,
         compaction: None,
         mcp: None,
+        tool_aliases: Default::default(),
     };
     check_round_trip(path, &profile, &cap, &facts, env, user_context.map(|(_, d)| d))?;
     Ok(profile)

@@ -49,7 +49,7 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) process_starts: Vec<usize>,
     /// Where the per-process reminder goes instead of the process start: a
     /// subagent built from its type's definition gets it on its first tool
-    /// result (2.1.88 subagent-bash capture).
+    /// result (2.1.88 subagent-bash capture); `usize::MAX` when it has none.
     pub(crate) per_process_at: Option<usize>,
 }
 
@@ -119,7 +119,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 {
                     return Some(p);
                 }
-                let p = normalize::piece_of_entry_with(bump, e, templates);
+                let p = normalize::piece_of_entry_with(bump, e, templates, &plan.tool_aliases);
                 if let (Some(Piece::Attachment { .. }), EntryKind::Attachment(a)) = (&p, &e.kind)
                     && a.rendered.is_none()
                     && !templates.iter().any(|t| a.attachment_type == Some(t.kind.as_str()))
@@ -154,7 +154,9 @@ impl<'a, 's> ChainCtx<'a, 's> {
             per_process_at: agent
                 .and_then(|a| statics.agents.get(a))
                 .filter(|a| a.subagent)
-                .and_then(|_| entries.iter().position(holds_tool_result)),
+                // No tool result: no request of the agent carries it (2.1.88
+                // subagent probe: a one-request agent's prompt has none).
+                .map(|_| entries.iter().position(holds_tool_result).unwrap_or(usize::MAX)),
         }
     }
 }

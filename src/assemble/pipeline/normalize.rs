@@ -89,8 +89,11 @@ pub struct Report {
 /// The piece an entry contributes, if any (no profile attachment
 /// templates).
 pub fn piece_of_entry<'a>(bump: &'a Bump, e: &Entry<'a>) -> Option<Piece<'a>> {
-    piece_of_entry_with(bump, e, &[])
+    piece_of_entry_with(bump, e, &[], &Aliases::new())
 }
+
+/// Tool names sent under another name ([`Profile::tool_aliases`](crate::profile::Profile::tool_aliases)).
+pub type Aliases = std::collections::BTreeMap<String, String>;
 
 /// The piece an entry contributes, attachments rendered with the profile's
 /// `templates` where they have no `rendered` text.
@@ -98,6 +101,7 @@ pub fn piece_of_entry_with<'a>(
     bump: &'a Bump,
     e: &Entry<'a>,
     templates: &[crate::profile::AttachmentTemplate],
+    aliases: &Aliases,
 ) -> Option<Piece<'a>> {
     match &e.kind {
         EntryKind::User(u) => {
@@ -114,7 +118,7 @@ pub fn piece_of_entry_with<'a>(
             if blocks.is_empty() {
                 return None;
             }
-            let blocks = strip_internal(bump, blocks);
+            let blocks = strip_internal(bump, blocks, aliases);
             let tool_results = u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. }));
             Some(Piece::User { blocks, tool_results })
         }
@@ -123,7 +127,7 @@ pub fn piece_of_entry_with<'a>(
                 return None;
             }
             let blocks = e.raw.get("message").and_then(|m| m.get("content")).and_then(Json::as_array)?;
-            Some(Piece::Assistant { id: a.message_id, blocks: strip_internal(bump, blocks) })
+            Some(Piece::Assistant { id: a.message_id, blocks: strip_internal(bump, blocks, aliases) })
         }
         EntryKind::Attachment(_) => {
             let r = attachments::render_with(bump, e, templates)?;
@@ -153,10 +157,13 @@ pub(crate) fn is_resume_filler(e: &Entry<'_>) -> bool {
 /// fields such as tool_reference, caller"): `caller` of a `tool_use`
 /// (2.1.x transcripts write `{"type":"direct"}`), and `tool_reference`
 /// items inside a `tool_result` (tool search results; ctxasm does not send
-/// the tool-search beta). Blocks without them are returned as they are.
-fn strip_internal<'a>(bump: &'a Bump, blocks: &'a [Json<'a>]) -> &'a [Json<'a>] {
+/// the tool-search beta). A `tool_use` whose name the release sends under
+/// another name gets that name (`aliases`). Blocks without any of these are
+/// returned as they are.
+fn strip_internal<'a>(bump: &'a Bump, blocks: &'a [Json<'a>], aliases: &Aliases) -> &'a [Json<'a>] {
+    let alias = |b: &Json<'_>| b.get_str("name").and_then(|n| aliases.get(n));
     let has_internal = |b: &Json<'_>| match b.get_str("type") {
-        Some("tool_use") => b.get("caller").is_some(),
+        Some("tool_use") => b.get("caller").is_some() || alias(b).is_some(),
         Some("tool_result") => b
             .get("content")
             .and_then(Json::as_array)
@@ -172,12 +179,15 @@ fn strip_internal<'a>(bump: &'a Bump, blocks: &'a [Json<'a>]) -> &'a [Json<'a>] 
             if !has_internal(b) {
                 return *b;
             }
+            let renamed: Option<&'a str> =
+                alias(b).filter(|_| b.get_str("type") == Some("tool_use")).map(|a| &*bump.alloc_str(a));
             let members: Vec<(&'a str, Json<'a>)> = b
                 .as_object()
                 .unwrap_or(&[])
                 .iter()
                 .filter(|(k, _)| *k != "caller")
                 .map(|&(k, v)| match (k, v) {
+                    ("name", _) if let Some(n) = renamed => (k, Json::Str(n)),
                     ("content", Json::Arr(items)) => {
                         let kept: Vec<Json<'a>> =
                             items.iter().filter(|x| x.get_str("type") != Some("tool_reference")).copied().collect();

@@ -99,6 +99,8 @@ pub struct Plan {
     pub model: Option<String>,
     /// The profile's renderings of attachments written without `rendered`.
     pub attachment_templates: Vec<crate::profile::AttachmentTemplate>,
+    /// [`Profile::tool_aliases`](crate::profile::Profile::tool_aliases).
+    pub tool_aliases: std::collections::BTreeMap<String, String>,
     /// Message breakpoints skip system turns (2.1.198).
     pub breakpoint_skips_system: bool,
     /// [`Plan::system_message_params`] on the first system turn only
@@ -152,6 +154,7 @@ impl Plan {
             resumed_processes: Vec::new(),
             model: None,
             attachment_templates: profile.attachments.clone(),
+            tool_aliases: profile.tool_aliases.clone(),
             breakpoint_skips_system: l.breakpoint_skips_system,
             system_message_params_first_only: l.system_message_params_first_only,
             params_from_records: l.params_from_records.clone(),
