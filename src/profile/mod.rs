@@ -437,6 +437,15 @@ pub struct Profile {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compaction {
     pub instruction: String,
+    /// Texts the compaction request leaves out of the rendered system
+    /// prompt and tools, as `layout.resumed_drops` are for a resumed
+    /// process (2.1.150: the model line's ` (1M context)` and `[1m]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drops: Vec<String>,
+    /// Params the compaction request sends with another value than the
+    /// main chain's (2.1.150: `max_tokens` 20000).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub params: Map<String, Value>,
 }
 
 /// What one model of a release gets instead of the profile's prompt and

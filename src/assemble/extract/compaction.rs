@@ -15,16 +15,36 @@ use serde_json::Value;
 pub(super) fn learn(lines: &[Value], held: &[String]) -> Option<Compaction> {
     let summary = held.iter().flat_map(|t| t.lines()).find_map(summary_text)?;
     let head: String = summary.chars().take(200).collect();
+    let bodies: Vec<&Value> =
+        lines.iter().filter_map(|v| v.get("body")).filter(|b| b.get("messages").is_some()).collect();
     let lists: Vec<&Vec<Value>> = message_lists(lines).collect();
     let after = lists.iter().position(|ms| ms.iter().any(|m| message_texts(m).any(|t| t.starts_with(&head))))?;
-    let before = lists.get(after.checked_sub(1)?)?;
+    let at = after.checked_sub(1)?;
+    let before = lists.get(at)?;
     // A compaction sends history: the instruction follows an answer.
     let [.., answer, last] = before.as_slice() else { return None };
     if answer.get("role")? != "assistant" {
         return None;
     }
     let instruction = (last.get("role")? == "user").then(|| last.get("content")?.as_str())??;
-    Some(Compaction { instruction: instruction.to_string() })
+    // What its system side leaves out of the first request's (2.1.150).
+    let (mut drops, mut params) = (Vec::new(), serde_json::Map::new());
+    if let (Some(first), Some(body), true) = (bodies.first(), bodies.get(at), at > 0) {
+        drops = super::detect::drops_between(first, body).unwrap_or_default();
+        params = changed_params(first, body);
+    }
+    Some(Compaction { instruction: instruction.to_string(), drops, params })
+}
+
+/// The params `body` sends with another value than `first` (both send
+/// them; the request's content is not a param).
+fn changed_params(first: &Value, body: &Value) -> serde_json::Map<String, Value> {
+    let content = ["model", "messages", "system", "tools", "metadata"];
+    let (Some(a), Some(b)) = (first.as_object(), body.as_object()) else { return serde_json::Map::new() };
+    b.iter()
+        .filter(|(k, v)| !content.contains(&k.as_str()) && a.get(*k).is_some_and(|x| x != *v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
 }
 
 /// The text of a transcript line that is the compact summary.
@@ -71,7 +91,10 @@ mod tests {
                 json!([{"role": "user", "content": [{"type": "text", "text": summary}, {"type": "text", "text": "next"}]}]),
             ),
         ];
-        assert_eq!(learn(&lines, &held), Some(Compaction { instruction: "Summarize now.".into() }));
+        assert_eq!(
+            learn(&lines, &held),
+            Some(Compaction { instruction: "Summarize now.".into(), drops: vec![], params: Default::default() })
+        );
         // No summary written, or none sent: nothing learned.
         assert_eq!(learn(&lines, &[]), None);
         assert_eq!(learn(&lines[..2], &held), None);

@@ -15,7 +15,7 @@ use serde_json::Value;
 /// breakpoint where an earlier message has one (2.1.198), the params they
 /// carry (none before 2.1.3xx) and whether a later one goes without
 /// (2.1.300).
-pub(super) fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str) {
+pub(super) fn system_turns_layout(layout: &mut Layout, lines: &[Value], version: &str, compaction: Option<&str>) {
     let before = layout.clone();
     let marked = |m: &Value| match &m["content"] {
         Value::Array(c) => c.iter().any(|b| b.get("cache_control").is_some()),
@@ -57,7 +57,15 @@ pub(super) fn system_turns_layout(layout: &mut Layout, lines: &[Value], version:
             }
         }
     }
-    if let Some((first, rest)) = bodies.split_first() {
+    // A compaction request drops texts of its own (2.1.150: the 1M label
+    // that its resumed process keeps): not a resumed process's.
+    let compacts = |b: &&Value| {
+        compaction.is_some_and(|i| {
+            b.pointer("/messages").and_then(Value::as_array).and_then(|m| m.last()).is_some_and(|m| m["content"] == i)
+        })
+    };
+    let turns: Vec<&Value> = bodies.iter().copied().filter(|b| !compacts(b)).collect();
+    if let Some((first, rest)) = turns.split_first() {
         resumed_drops(layout, first, rest);
     }
     if *layout != before {
@@ -79,30 +87,36 @@ pub(super) fn resumed_drops(layout: &mut Layout, first: &Value, rest: &[&Value])
         if b == a || !layout.resumed_drops.is_empty() {
             continue;
         }
-        let mut drops = Vec::new();
-        let mut a_rest = a.as_str();
-        let mut b_rest = b.as_str();
-        while a_rest != b_rest {
-            let p = a_rest.bytes().zip(b_rest.bytes()).take_while(|(x, y)| x == y).count();
-            let probe = b_rest.get(p..(p + 24).min(b_rest.len())).unwrap_or("");
-            let Some(k) = (1..=64).find(|&k| a_rest.get(p + k..).is_some_and(|t| t.starts_with(probe))) else {
-                return;
-            };
-            let Some(d) = a_rest.get(p..p + k) else { return };
-            drops.push(d.to_string());
-            a_rest = &a_rest[p + k..];
-            b_rest = &b_rest[p..];
-        }
-        // The tools lose every occurrence of them (Bash's Co-Authored-By
-        // line names the model too), or they are not the resumed process's.
-        let mut tools = first.get("tools").map(Value::to_string).unwrap_or_default();
-        for d in &drops {
-            tools = tools.replace(d.as_str(), "");
-        }
-        if Some(tools) == body.get("tools").map(Value::to_string) {
+        if let Some(drops) = drops_between(first, body) {
             layout.resumed_drops = drops;
         }
     }
+}
+
+/// The texts `body` leaves out of `first`'s last system block, each a
+/// deletion of at most 64 bytes found left to right, when its tools lose
+/// every occurrence of them too (Bash's Co-Authored-By line names the
+/// model); `None` when the texts differ otherwise or nothing is left out.
+pub(super) fn drops_between(first: &Value, body: &Value) -> Option<Vec<String>> {
+    let last_text =
+        |b: &Value| b.pointer("/system").and_then(Value::as_array)?.last()?.get("text")?.as_str().map(str::to_string);
+    let (a, b) = (last_text(first)?, last_text(body)?);
+    let mut drops = Vec::new();
+    let mut a_rest = a.as_str();
+    let mut b_rest = b.as_str();
+    while a_rest != b_rest {
+        let p = a_rest.bytes().zip(b_rest.bytes()).take_while(|(x, y)| x == y).count();
+        let probe = b_rest.get(p..(p + 24).min(b_rest.len())).unwrap_or("");
+        let k = (1..=64).find(|&k| a_rest.get(p + k..).is_some_and(|t| t.starts_with(probe)))?;
+        drops.push(a_rest.get(p..p + k)?.to_string());
+        a_rest = &a_rest[p + k..];
+        b_rest = &b_rest[p..];
+    }
+    let mut tools = first.get("tools").map(Value::to_string).unwrap_or_default();
+    for d in &drops {
+        tools = tools.replace(d.as_str(), "");
+    }
+    (!drops.is_empty() && Some(tools) == body.get("tools").map(Value::to_string)).then_some(drops)
 }
 
 /// The members a capture's `role: "system"` messages carry besides `role`

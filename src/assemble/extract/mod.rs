@@ -121,7 +121,9 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
             profile.layout.name = format!("cc-{}", profile.version);
         }
         profile.attachments = attachments::learn(&lines, &held);
-        system_turns_layout(&mut profile.layout, &lines, &profile.version);
+        profile.compaction = compaction::learn(&lines, &held);
+        let instruction = profile.compaction.as_ref().map(|c| c.instruction.as_str());
+        system_turns_layout(&mut profile.layout, &lines, &profile.version, instruction);
     }
     // Consecutive user messages merged without the "\n" (2.1.0's skill
     // command and its body) show where a transcript holds the first text.
@@ -137,7 +139,6 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
     }
     if wire.is_some() {
         profile.reminders.attachment_texts = reminders::attachment_texts(&lines, &held);
-        profile.compaction = compaction::learn(&lines, &held);
         profile.tool_aliases = aliases::learn(&lines, &held);
         profile.reminders.task_notification = notifications::task_notification(&lines, &held);
     }

@@ -114,7 +114,7 @@ impl<'a> AgentStatics<'a> {
 
 /// The first prompt of a chain: its first user line's text, and that
 /// line's timestamp.
-fn first_prompt<'a>(entries: &[Entry<'a>]) -> Option<(&'a str, &'a str)> {
+pub(crate) fn first_prompt<'a>(entries: &[Entry<'a>]) -> Option<(&'a str, &'a str)> {
     let e = entries.iter().find(|e| e.as_user().is_some())?;
     let u = e.as_user()?;
     let text = match u.content {

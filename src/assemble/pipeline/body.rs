@@ -84,6 +84,18 @@ pub(crate) fn build_request<'a>(
     // to the resumed session's).
     let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.session_id);
     let session_id = agent.and_then(|_| prompt_sid()).or(e.env.session_id).unwrap_or("");
+    // A subagent type's definition sends its own params (2.1.88).
+    let mut params = match agent.and_then(|a| a.params.as_ref()) {
+        Some(own) => own.clone(),
+        None => turn_params(cx, first, process),
+    };
+    if matches!(id, RequestId::Compaction(_)) {
+        for (k, v) in params.iter_mut() {
+            if let Some(c) = cx.plan.compaction_params.get(*k) {
+                *v = Json::from_serde(bump, c);
+            }
+        }
+    }
     let body = Body {
         model,
         messages,
@@ -93,11 +105,7 @@ pub(crate) fn build_request<'a>(
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
-        // A subagent type's definition sends its own params (2.1.88).
-        params: match agent.and_then(|a| a.params.as_ref()) {
-            Some(own) => own.clone(),
-            None => turn_params(cx, first, process),
-        },
+        params,
         stream: true,
         betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),
         cch_seed: header.and(cx.plan.cch_seed),

@@ -175,7 +175,7 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
                 RequestId::Turn(n - 1)
             }
         };
-        match system::select_system(cx, &mut st, first) {
+        match system::select_system(cx, &mut st, first, compact.is_some()) {
             Ok(system) => {
                 let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
                 out.requests.push(body::build_request(cx, id, first, process, messages, system, header.as_deref()))

@@ -114,6 +114,10 @@ pub struct Plan {
     pub resumed_system: Option<Vec<serde_json::Value>>,
     /// The tools of a resumed process, when they differ.
     pub resumed_tools: Option<serde_json::Value>,
+    /// The system blocks and tools of a compaction request, when they
+    /// differ (the profile's `compaction.drops`).
+    pub compaction_system: Option<Vec<serde_json::Value>>,
+    pub compaction_tools: Option<serde_json::Value>,
     /// The warmed-up agents' system sides (2.0.x), in the profile's order.
     pub agents: Vec<super::agent::AgentPlan>,
     /// The main chain's system blocks of each CLI process whose arguments
@@ -123,6 +127,9 @@ pub struct Plan {
     /// The compaction instruction (the profile's `compaction`): a boundary
     /// whose request no transcript file holds (2.1.3xx) is rebuilt with it.
     pub compaction_instruction: Option<String>,
+    /// The params a compaction request sends otherwise (the profile's
+    /// `compaction.params`).
+    pub compaction_params: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Plan {
@@ -160,9 +167,12 @@ impl Plan {
             params_from_records: l.params_from_records.clone(),
             resumed_system: None,
             resumed_tools: None,
+            compaction_system: None,
+            compaction_tools: None,
             agents: Vec::new(),
             process_systems: Vec::new(),
             compaction_instruction: profile.compaction.as_ref().map(|c| c.instruction.clone()),
+            compaction_params: profile.compaction.as_ref().map(|c| c.params.clone()).unwrap_or_default(),
         }
     }
 
@@ -230,6 +240,9 @@ pub(crate) struct Statics<'a> {
     pub(crate) resumed_system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
     /// [`Plan::resumed_tools`] in the arena, with its key.
     pub(crate) resumed_tools: Option<(&'a Json<'a>, u128)>,
+    /// [`Plan::compaction_system`] and [`Plan::compaction_tools`] likewise.
+    pub(crate) compaction_system: Option<(Vec<&'a Json<'a>>, Vec<Option<u128>>)>,
+    pub(crate) compaction_tools: Option<(&'a Json<'a>, u128)>,
     pub(crate) tools: Option<&'a Json<'a>>,
     pub(crate) tools_key: Option<u128>,
     pub(crate) betas: Vec<&'a str>,
@@ -297,11 +310,15 @@ impl<'a> Statics<'a> {
                 (Some((nodes, keys)), tools.as_ref().map(alloc))
             }
         };
-        let resumed_system = plan.resumed_system.as_ref().map(|blocks| {
+        let keyed = |blocks: &Vec<serde_json::Value>| {
             let nodes: Vec<&'a Json<'a>> = blocks.iter().map(alloc).collect();
             let keys = nodes.iter().map(|n| Some(content_key(n))).collect();
             (nodes, keys)
-        });
+        };
+        let keyed_tools = |t: &serde_json::Value| {
+            let node = alloc(t);
+            (node, content_key(node))
+        };
         Statics {
             params,
             processes,
@@ -309,11 +326,10 @@ impl<'a> Statics<'a> {
             lead_params: lead,
             cache_control: Json::from_serde(bump, &plan.cache_control),
             system,
-            resumed_system,
-            resumed_tools: plan.resumed_tools.as_ref().map(|t| {
-                let node = alloc(t);
-                (node, content_key(node))
-            }),
+            resumed_system: plan.resumed_system.as_ref().map(keyed),
+            resumed_tools: plan.resumed_tools.as_ref().map(keyed_tools),
+            compaction_system: plan.compaction_system.as_ref().map(keyed),
+            compaction_tools: plan.compaction_tools.as_ref().map(keyed_tools),
             tools_key: tools.map(content_key),
             tools,
             betas: plan.betas.iter().map(|b| &*bump.alloc_str(b)).collect(),

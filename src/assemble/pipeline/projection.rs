@@ -138,7 +138,41 @@ fn walk(entries: &[Entry<'_>], links: &Links<'_>, start: Option<&str>, limit: us
     }
     chain.extend(extra);
     chain.sort_unstable();
+    after_fillers(entries, links, &mut chain, &seen, limit);
     chain
+}
+
+/// A resumed CLI process that found its transcript ending on a user line
+/// writes the `<synthetic>` filler as that line's child, though the leaf it
+/// loaded was a local command's output written after it (a sibling off the
+/// chain): it sends that output after the filler (2.1.198 `compact` probe:
+/// "Not enough messages to compact." joined to the next prompt).
+fn after_fillers(
+    entries: &[Entry<'_>],
+    links: &Links<'_>,
+    chain: &mut Vec<usize>,
+    seen: &HashSet<usize>,
+    limit: usize,
+) {
+    let mut k = 0;
+    while k < chain.len() {
+        let f = chain[k];
+        k += 1;
+        if !super::normalize::is_resume_filler(&entries[f]) {
+            continue;
+        }
+        let Some(p) = entries[f].env.parent_uuid else { continue };
+        let outputs = links.children.get(p).map_or(&[][..], Vec::as_slice).iter().copied().filter(|&c| {
+            c < f
+                && c < limit
+                && !seen.contains(&c)
+                && matches!(&entries[c].kind, EntryKind::System(s) if s.subtype == Some("local_command"))
+        });
+        let outputs: Vec<usize> = outputs.collect();
+        let n = outputs.len();
+        chain.splice(k..k, outputs);
+        k += n;
+    }
 }
 
 fn holds_tool_result(e: &Entry<'_>) -> bool {

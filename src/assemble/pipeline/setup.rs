@@ -183,12 +183,9 @@ impl Setup {
         {
             extras.warnings.push((DiagKind::ApproximatedMcp, why));
         }
-        let drops = &self.profile.layout.resumed_drops;
-        plan.resumed_system = resumed_blocks(&plan.system, drops);
-        if let (SystemSource::Rendered { tools: Some(t), .. }, false) = (&plan.system, drops.is_empty()) {
-            // Every occurrence: Bash's Co-Authored-By line names the model.
-            let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
-            plan.resumed_tools = serde_json::from_str::<Value>(&text).ok().filter(|r| r != t);
+        (plan.resumed_system, plan.resumed_tools) = dropped(&plan.system, &self.profile.layout.resumed_drops);
+        if let Some(c) = &self.profile.compaction {
+            (plan.compaction_system, plan.compaction_tools) = dropped(&plan.system, &c.drops);
         }
         plan.process_systems = self.process_systems(&variant, session, &facts, &choice, &sys_ctx);
         if facts.non_interactive {
@@ -204,6 +201,28 @@ impl Setup {
         (plan, extras)
     }
 
+    /// The model of `session`'s main chain: its first reply's; a process
+    /// that wrote no reply of its own (2.0.x `--continue` running only
+    /// `/compact` writes its warmups under an id with an empty main file)
+    /// has the model of a subagent that is not a warmup (a warmup's is its
+    /// agent's), else the release's default (the profile's first model,
+    /// its capture's), else a warmup's.
+    fn session_model<'a>(&self, session: &Session<'a, '_>) -> Option<String> {
+        let reply = |e: &Entry<'a>| e.as_assistant().and_then(|a| a.model).filter(|m| *m != "<synthetic>");
+        let of = |f: &crate::corpus::ParsedFile<'a, '_>| f.parsed.entries.iter().find_map(reply);
+        let warmup = |f: &&crate::corpus::ParsedFile<'a, '_>| {
+            super::agent::first_prompt(&f.parsed.entries).is_some_and(|(text, _)| {
+                self.profile.agents.iter().any(|a| a.subagent_type.is_none() && a.warmup == text)
+            })
+        };
+        let model =
+            session.main.iter().find_map(of).or_else(|| session.subagents.iter().filter(|f| !warmup(f)).find_map(of));
+        model
+            .map(str::to_string)
+            .or_else(|| self.profile.models.first().map(|m| m.id.clone()))
+            .or_else(|| session.subagents.iter().find_map(of).map(str::to_string))
+    }
+
     /// The environment, model and kind of `session`.
     fn facts(&self, session: &Session<'_, '_>) -> SessionFacts {
         let date = first_of(session, |e| e.env.timestamp.filter(|t| t.len() >= 10).map(|t| t[..10].to_string()));
@@ -216,12 +235,7 @@ impl Setup {
             }
         };
         env.date = date.or(env.date);
-        let model = self
-            .overrides
-            .model
-            .clone()
-            .or_else(|| first_of(session, |e| e.as_assistant().and_then(|a| a.model).map(str::to_string)))
-            .unwrap_or_default();
+        let model = self.overrides.model.clone().or_else(|| self.session_model(session)).unwrap_or_default();
         let entrypoint = first_of(session, |e| e.raw.get_str("entrypoint"));
         let has_shapes = session.has_shapes();
         // As the transcript's entrypoint says (2.1.x writes `sdk-cli` for
@@ -426,6 +440,21 @@ fn snapshot_sections(snapshot: &PromptSnapshot, choice: &PromptChoice) -> Vec<St
         None => snapshot.sections.clone(),
     };
     base.into_iter().chain(choice.append.iter().cloned()).collect()
+}
+
+/// The rendered blocks and tools without `drops` (a resumed process's, a
+/// compaction's), each `None` when it does not change.
+fn dropped(system: &SystemSource, drops: &[String]) -> (Option<Vec<Value>>, Option<Value>) {
+    let blocks = resumed_blocks(system, drops);
+    let tools = match system {
+        SystemSource::Rendered { tools: Some(t), .. } if !drops.is_empty() => {
+            // Every occurrence: Bash's Co-Authored-By line names the model.
+            let text = drops.iter().fold(t.to_string(), |s, d| s.replace(d.as_str(), ""));
+            serde_json::from_str::<Value>(&text).ok().filter(|r| r != t)
+        }
+        _ => None,
+    };
+    (blocks, tools)
 }
 
 /// The rendered blocks without the layout's `resumed_drops` (each at its

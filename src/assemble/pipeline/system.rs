@@ -48,6 +48,7 @@ pub(crate) fn select_system<'r, 'a>(
     cx: &'r ChainCtx<'a, '_>,
     st: &'r mut ChainState<'a>,
     first: usize,
+    compaction: bool,
 ) -> Result<SystemParts<'r, 'a>, Diagnostic> {
     let statics: &'r Statics<'a> = cx.statics;
     if let Some(a) = cx.agent.and_then(|i| statics.agents.get(i)) {
@@ -61,14 +62,19 @@ pub(crate) fn select_system<'r, 'a>(
     if let Some((nodes, keys)) = &statics.system {
         // A resumed process (every one after the file's first) may render
         // the prompt without some texts (2.1.198's 1M-context label).
+        // A compaction request may too (2.1.150's).
         let resumed = cx.process_starts.iter().filter(|&&i| i < first).count() > 1;
-        let (nodes, keys) = match &statics.resumed_system {
-            Some((n, k)) if resumed => (n, k),
-            _ => (nodes, keys),
+        let (system, tools) = if compaction {
+            (&statics.compaction_system, statics.compaction_tools)
+        } else if resumed {
+            (&statics.resumed_system, statics.resumed_tools)
+        } else {
+            (&None, None)
         };
-        let (tools, tools_key) = match statics.resumed_tools {
-            Some((t, k)) if resumed => (Some(t), Some(k)),
-            _ => (statics.tools, statics.tools_key),
+        let (nodes, keys) = system.as_ref().map_or((nodes, keys), |(n, k)| (n, k));
+        let (tools, tools_key) = match tools {
+            Some((t, k)) => (Some(t), Some(k)),
+            None => (statics.tools, statics.tools_key),
         };
         return Ok(SystemParts { nodes, keys, tools, tools_key });
     }

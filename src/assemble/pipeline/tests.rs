@@ -102,7 +102,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 for m in &messages {
                     let _ = writeln!(t, "    message {}", message_line(m));
                 }
-                match system::select_system(&cx, &mut st, turn.first) {
+                match system::select_system(&cx, &mut st, turn.first, false) {
                     Ok(system) => {
                         let tools = system.tools.and_then(Json::as_array).map_or(0, <[_]>::len);
                         let _ = writeln!(t, "    system: {} blocks, {tools} tools", system.nodes.len());
