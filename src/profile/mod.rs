@@ -434,7 +434,7 @@ pub struct Profile {
 /// as a plain string user message (2.1.88 writes it into the
 /// `agent-acompact-*` file; 2.1.3xx writes it nowhere, so replay needs it
 /// from here).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compaction {
     pub instruction: String,
     /// Texts the compaction request leaves out of the rendered system
@@ -445,6 +445,23 @@ pub struct Compaction {
     /// Params the compaction request sends with another value than the
     /// main chain's (2.1.150: `max_tokens` 20000).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub params: Map<String, Value>,
+    /// A compaction sent as a request of its own rather than as the main
+    /// chain's next turn (1.0.128 – 2.1.50): the history without the
+    /// reminders, the instruction as a text block, breakpoints over both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own: Option<OwnCompaction>,
+}
+
+/// The system side and params of a compaction sent as its own request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnCompaction {
+    /// Its system blocks' texts after the CLI prefix, each marked as the
+    /// profile's system blocks are.
+    pub system: Vec<String>,
+    /// The names of the profile tools it sends, in order.
+    pub tools: Vec<String>,
+    /// Its params, in wire order (replacing the main chain's).
     pub params: Map<String, Value>,
 }
 

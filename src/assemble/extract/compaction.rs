@@ -4,9 +4,14 @@
 //! that string is the instruction (2.1.88, 2.1.328 and 2.1.332
 //! compact-resume captures and the `compact` probe; 2.1.3xx writes it in
 //! no transcript, so replay takes it from here).
+//!
+//! Before 2.1.88 (1.0.128 – 2.1.50 `compact` probes) the compaction is a
+//! request of its own ([`OwnCompaction`]): another system prompt, a tool
+//! or two, its own params, the instruction as one text block; the warmups
+//! and side calls sent before the next turn are skipped to find it.
 
 use super::capture::message_lists;
-use crate::profile::Compaction;
+use crate::profile::{Compaction, OwnCompaction};
 use serde_json::Value;
 
 /// The instruction, when the capture holds a compaction: the transcripts
@@ -19,21 +24,48 @@ pub(super) fn learn(lines: &[Value], held: &[String]) -> Option<Compaction> {
         lines.iter().filter_map(|v| v.get("body")).filter(|b| b.get("messages").is_some()).collect();
     let lists: Vec<&Vec<Value>> = message_lists(lines).collect();
     let after = lists.iter().position(|ms| ms.iter().any(|m| message_texts(m).any(|t| t.starts_with(&head))))?;
-    let at = after.checked_sub(1)?;
-    let before = lists.get(at)?;
-    // A compaction sends history: the instruction follows an answer.
-    let [.., answer, last] = before.as_slice() else { return None };
-    if answer.get("role")? != "assistant" {
+    let at = (0..after).rev().find(|&i| instruction_of(lists[i]).is_some())?;
+    let (instruction, block) = instruction_of(lists[at])?;
+    let mut c = Compaction { instruction: instruction.to_string(), ..Compaction::default() };
+    let (Some(first), Some(body), true) = (bodies.first(), bodies.get(at), at > 0) else { return Some(c) };
+    let names = |b: &Value| -> Vec<String> {
+        let tools = b.get("tools").and_then(Value::as_array).into_iter().flatten();
+        tools.filter_map(|t| t.get("name")?.as_str().map(str::to_string)).collect()
+    };
+    if block || names(first) != names(body) {
+        c.own = Some(own_request(body, names(body)));
+    } else {
+        // What its system side leaves out of the first request's (2.1.150).
+        c.drops = super::detect::drops_between(first, body).unwrap_or_default();
+        c.params = changed_params(first, body);
+    }
+    Some(c)
+}
+
+/// A compaction's instruction: its messages end on an answer and a user
+/// message of one string (2.1.88 on) or of one text block (before), which
+/// says whether it was a block.
+fn instruction_of(messages: &[Value]) -> Option<(&str, bool)> {
+    let [.., answer, last] = messages else { return None };
+    if answer.get("role")? != "assistant" || last.get("role")? != "user" {
         return None;
     }
-    let instruction = (last.get("role")? == "user").then(|| last.get("content")?.as_str())??;
-    // What its system side leaves out of the first request's (2.1.150).
-    let (mut drops, mut params) = (Vec::new(), serde_json::Map::new());
-    if let (Some(first), Some(body), true) = (bodies.first(), bodies.get(at), at > 0) {
-        drops = super::detect::drops_between(first, body).unwrap_or_default();
-        params = changed_params(first, body);
+    match last.get("content")? {
+        Value::String(s) => Some((s.as_str(), false)),
+        Value::Array(b) if b.len() == 1 && b[0].get("type")? == "text" => Some((b[0].get("text")?.as_str()?, true)),
+        _ => None,
     }
-    Some(Compaction { instruction: instruction.to_string(), drops, params })
+}
+
+/// The system texts after the billing header and the CLI prefix, the tool
+/// names and the params of a compaction request of its own.
+fn own_request(body: &Value, tools: Vec<String>) -> OwnCompaction {
+    let blocks = body.get("system").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+    let texts = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str));
+    let system = texts.filter(|t| !t.starts_with("x-anthropic-billing-header:")).skip(1).map(str::to_string).collect();
+    let content = ["model", "messages", "system", "tools", "metadata", "stream"];
+    let params = body.as_object().into_iter().flatten().filter(|(k, _)| !content.contains(&k.as_str()));
+    OwnCompaction { system, tools, params: params.map(|(k, v)| (k.clone(), v.clone())).collect() }
 }
 
 /// The params `body` sends with another value than `first` (both send
@@ -93,7 +125,7 @@ mod tests {
         ];
         assert_eq!(
             learn(&lines, &held),
-            Some(Compaction { instruction: "Summarize now.".into(), drops: vec![], params: Default::default() })
+            Some(Compaction { instruction: "Summarize now.".into(), ..Compaction::default() })
         );
         // No summary written, or none sent: nothing learned.
         assert_eq!(learn(&lines, &[]), None);

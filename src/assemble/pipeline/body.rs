@@ -89,7 +89,13 @@ pub(crate) fn build_request<'a>(
         Some(own) => own.clone(),
         None => turn_params(cx, first, process),
     };
-    if matches!(id, RequestId::Compaction(_)) {
+    let mut lead_params = cx.statics.lead_params.clone();
+    if let (RequestId::Compaction(_), Some(own)) = (id, &cx.plan.compaction_own) {
+        (lead_params, params) = own
+            .iter()
+            .map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v)))
+            .partition(|(k, _)| cx.plan.params_before_system.iter().any(|p| p == k));
+    } else if matches!(id, RequestId::Compaction(_)) {
         for (k, v) in params.iter_mut() {
             if let Some(c) = cx.plan.compaction_params.get(*k) {
                 *v = Json::from_serde(bump, c);
@@ -99,7 +105,7 @@ pub(crate) fn build_request<'a>(
     let body = Body {
         model,
         messages,
-        lead_params: cx.statics.lead_params.clone(),
+        lead_params,
         system: blocks,
         system_keys,
         tools: system.tools,

@@ -24,6 +24,7 @@
 //! [`Plan::compaction_instruction`]: super::plan::Plan::compaction_instruction
 
 use super::chain::ChainCtx;
+use super::normalize::Piece;
 use super::projection::{self, Turn};
 use super::reminders::process_first_prompts;
 use crate::json::Json;
@@ -175,6 +176,21 @@ pub(crate) fn enter_process(st: &mut super::chain::ChainState<'_>, start: Option
 
 /// The compaction instruction as the request's last message, a plain
 /// string user message (after breakpoints and collapse).
+/// The instruction as a user message of one text block, before the
+/// breakpoints are marked (a compaction of its own, before 2.1.88).
+pub(crate) fn append_instruction_block<'a>(bump: &'a Bump, messages: &mut Vec<&'a Json<'a>>, instruction: &'a str) {
+    let block = super::normalize::text_block(bump, instruction);
+    messages.push(super::normalize::message(bump, "user", &[block], &[]));
+}
+
+/// The pieces of a compaction of its own: the history's messages as the
+/// transcript holds them, without the reminders and context the turns get.
+pub(crate) fn plain_pieces<'a>(cx: &ChainCtx<'a, '_>, st: &mut super::chain::ChainState<'a>, projected: &[usize]) {
+    st.scratch.clear();
+    let messages = projected.iter().flat_map(|&i| cx.pieces[i].iter());
+    st.scratch.extend(messages.filter(|p| matches!(p, Piece::User { .. } | Piece::Assistant { .. })).cloned());
+}
+
 pub(crate) fn append_instruction<'a>(bump: &'a Bump, messages: &mut Vec<&'a Json<'a>>, instruction: &'a str) {
     let members = [("role", Json::Str("user")), ("content", Json::Str(instruction))];
     messages.push(bump.alloc(Json::Obj(bump.alloc_slice_copy(&members))));

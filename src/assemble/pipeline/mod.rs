@@ -154,7 +154,15 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
             None => reminders::anchor_reminders(cx, &mut st, first, &projected),
             Some((_, _, start)) => compaction::enter_process(&mut st, start),
         };
-        pieces::gather_pieces(cx, &mut st, &projected, current_start);
+        let own = compact.is_some() && cx.plan.compaction_own.is_some();
+        // A compaction of its own keeps user blocks where the layout's
+        // resumed turns do (1.0.128, 2.0.77).
+        let keeps = keeps_blocks(cx, first) || (own && cx.plan.user_text_as_blocks);
+        if own {
+            compaction::plain_pieces(cx, &mut st, &projected);
+        } else {
+            pieces::gather_pieces(cx, &mut st, &projected, current_start);
+        }
         let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
         let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
         let (mut messages, stripped) = media::limit_media(bump, &messages);
@@ -162,10 +170,13 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
         count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
         let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
+        if let (true, Some((instruction, ..))) = (own, compact) {
+            compaction::append_instruction_block(bump, &mut messages, instruction);
+        }
         let (cc, count) = (cx.statics.cache_control, cx.plan.message_breakpoints);
         breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, cx.plan.breakpoint_skips_system);
-        let mut messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps_blocks(cx, first));
-        if let Some((instruction, ..)) = compact {
+        let mut messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps);
+        if let (false, Some((instruction, ..))) = (own, compact) {
             compaction::append_instruction(bump, &mut messages, instruction);
         }
         let id = match compact {

@@ -144,13 +144,16 @@ pub fn piece_of_entry_with<'a>(
 /// Whether `e` is the `<synthetic>` assistant message a resumed CLI writes
 /// when the transcript it continues ends on a user message (a killed
 /// process, a `/compact`-only one): written with `isApiErrorMessage: false`
-/// (API errors say `true`, or carry their `error`), and sent, so the next prompt stays a user
+/// or, by 1.0.128, without it (API errors say `true`, or carry their
+/// `error`), and sent, so the next prompt stays a user
 /// message of its own (2.1.88 killed-resume and compact-resume captures).
 pub(crate) fn is_resume_filler(e: &Entry<'_>) -> bool {
     e.as_assistant().is_some_and(|a| a.model == Some("<synthetic>") && !a.is_api_error_message)
-        && e.raw.get_bool("isApiErrorMessage") == Some(false)
+        // 1.0.128 writes the filler without the flag.
+        && e.raw.get_bool("isApiErrorMessage") != Some(true)
         // A synthetic API error says which error (`error`, `apiErrorStatus`).
         && e.raw.get("error").is_none()
+        && e.raw.get("apiErrorStatus").is_none()
 }
 
 /// Blocks without the client's internal fields (seeds: "strip unsupported

@@ -130,6 +130,10 @@ pub struct Plan {
     /// The params a compaction request sends otherwise (the profile's
     /// `compaction.params`).
     pub compaction_params: serde_json::Map<String, serde_json::Value>,
+    /// The params of a compaction sent as its own request (the profile's
+    /// `compaction.own`: then its history goes without reminders and its
+    /// instruction as a text block).
+    pub compaction_own: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Plan {
@@ -173,6 +177,7 @@ impl Plan {
             process_systems: Vec::new(),
             compaction_instruction: profile.compaction.as_ref().map(|c| c.instruction.clone()),
             compaction_params: profile.compaction.as_ref().map(|c| c.params.clone()).unwrap_or_default(),
+            compaction_own: profile.compaction.as_ref().and_then(|c| c.own.as_ref()).map(|o| o.params.clone()),
         }
     }
 

@@ -185,7 +185,10 @@ impl Setup {
         }
         (plan.resumed_system, plan.resumed_tools) = dropped(&plan.system, &self.profile.layout.resumed_drops);
         if let Some(c) = &self.profile.compaction {
-            (plan.compaction_system, plan.compaction_tools) = dropped(&plan.system, &c.drops);
+            (plan.compaction_system, plan.compaction_tools) = match &c.own {
+                Some(own) => own_compaction(&plan.system, own),
+                None => dropped(&plan.system, &c.drops),
+            };
         }
         plan.process_systems = self.process_systems(&variant, session, &facts, &choice, &sys_ctx);
         if facts.non_interactive {
@@ -440,6 +443,23 @@ fn snapshot_sections(snapshot: &PromptSnapshot, choice: &PromptChoice) -> Vec<St
         None => snapshot.sections.clone(),
     };
     base.into_iter().chain(choice.append.iter().cloned()).collect()
+}
+
+/// The system blocks and tools of a compaction sent as its own request:
+/// the rendered CLI prefix block, then its texts marked as that block is;
+/// the rendered tools it names.
+fn own_compaction(system: &SystemSource, own: &crate::profile::OwnCompaction) -> (Option<Vec<Value>>, Option<Value>) {
+    let SystemSource::Rendered { blocks, tools } = system else { return (None, None) };
+    let Some(prefix) = blocks.first() else { return (None, None) };
+    let mut out = vec![prefix.clone()];
+    for text in &own.system {
+        let mut b = prefix.clone();
+        b["text"] = Value::from(text.as_str());
+        out.push(b);
+    }
+    let named = |n: &String| tools.as_ref()?.as_array()?.iter().find(|t| t["name"] == n.as_str()).cloned();
+    let tools: Vec<Value> = own.tools.iter().filter_map(named).collect();
+    (Some(out), Some(Value::Array(tools)))
 }
 
 /// The rendered blocks and tools without `drops` (a resumed process's, a
