@@ -31,7 +31,7 @@ use std::path::Path;
 pub(super) fn learn(into: &mut Profile, path: &Path, env: &SessionEnv) -> Result<(), ProfileError> {
     let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io { path: path.into(), source })?;
     let lines: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).collect();
-    let req = lines.iter().find(|v| is_messages_request(v)).ok_or_else(|| err(path, "no /v1/messages request"))?;
+    let req = conversation_request(&lines).ok_or_else(|| err(path, "no /v1/messages request"))?;
     let cap = from_wire(path, req)?;
     if cap.version != into.version {
         return Err(err(
@@ -88,6 +88,15 @@ pub(super) fn learn(into: &mut Profile, path: &Path, env: &SessionEnv) -> Result
         into.extracted_from = Some(format!("{p}, {}", path.display()));
     }
     Ok(())
+}
+
+/// The capture's first conversation request: the first Messages request
+/// with tools (1.0.128 asks its side calls, tool-less, first: the git
+/// history question), else the first Messages request.
+fn conversation_request(lines: &[Value]) -> Option<&Value> {
+    let mut requests = lines.iter().filter(|v| is_messages_request(v));
+    let has_tools = |v: &&Value| v.pointer("/body/tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+    requests.clone().find(has_tools).or_else(|| requests.next())
 }
 
 /// Where a section can go among `sections`: before each one (or last),
@@ -235,6 +244,20 @@ mod tests {
         let mut p = super::super::extract(&root.join("hello/wire.jsonl"), Some(&env_of("hello"))).unwrap();
         learn(&mut p, &root.join("mcp/wire.jsonl"), &env_of("mcp")).unwrap();
         assert_eq!(p.mcp, Some(McpStyle { keeps_boundary: true, ..McpStyle::default() }));
+    }
+
+    #[test]
+    fn the_conversation_request_is_the_first_with_tools() {
+        let line = |path: &str, tools: Value| serde_json::json!({"path": path, "body": {"messages": [{"role": "user", "content": "x"}], "tools": tools}});
+        let lines = vec![
+            line("/v1/messages/count_tokens", serde_json::json!([{"name": "mcp__probe__echo"}])),
+            line("/v1/messages?beta=true", serde_json::json!([])),
+            line("/v1/messages?beta=true", serde_json::json!([{"name": "Bash"}])),
+        ];
+        assert_eq!(conversation_request(&lines), Some(&lines[2]));
+        // No request with tools: the first Messages request.
+        assert_eq!(conversation_request(&lines[..2]), Some(&lines[1]));
+        assert_eq!(conversation_request(&lines[..1]), None);
     }
 
     #[test]
