@@ -9,6 +9,13 @@
 //! (ToolSearch) and write the instructions as an attachment: the request's
 //! tools and prompt do not change, and the style says so (no tool form, no
 //! instructions).
+//!
+//! 2.1.100 – 2.1.275 send the instructions as an attachment too (the
+//! transcript writes it, `mcp_instructions_delta`) but write it without its
+//! text (2.1.100 – 2.1.250) or its role (2.1.275): the style's
+//! [`McpAttachment`] holds what the transcript lacks (2.1.100, 2.1.150: a
+//! user `<system-reminder>` text block; 2.1.198, 2.1.250: text of the
+//! `role: "system"` turn; 2.1.275: the role only).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,6 +46,26 @@ pub struct McpStyle {
     /// session has MCP servers (2.1.88 drops it: `false`).
     #[serde(default = "yes")]
     pub keeps_boundary: bool,
+    /// The attachment of the instructions, when the transcript writes it
+    /// without its text or role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<McpAttachment>,
+}
+
+/// How the attachment a transcript writes for the servers' instructions is
+/// sent, as an [`AttachmentTemplate`](super::AttachmentTemplate) of the
+/// session ([`McpAttachment::template`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpAttachment {
+    /// Its `attachment.type`.
+    pub kind: String,
+    /// Who it speaks as: `user` or `system`.
+    pub role: String,
+    /// Its text (a `user` one whole, a `system` one without the reminder
+    /// wrapper), `before` unused; `None`: the transcript writes its text
+    /// (`rendered`), only the role is the style's.
+    #[serde(default)]
+    pub text: Option<McpInstructions>,
 }
 
 fn yes() -> bool {
@@ -60,6 +87,7 @@ pub struct McpInstructions {
     /// After the last server.
     pub tail: String,
     /// The index among the dynamic sections it goes before.
+    #[serde(default)]
     pub before: usize,
 }
 
@@ -75,6 +103,24 @@ impl McpInstructions {
             .map(|(n, i)| super::template::render(&self.server, &[("name", Some(n)), ("instructions", Some(i))]))
             .collect();
         Some(format!("{}{}{}", self.head, parts.join(&self.joiner), self.tail))
+    }
+}
+
+impl McpAttachment {
+    /// The attachment template for a session whose servers are `servers`
+    /// (`(name, instructions)`): the role, and the text rendered for them
+    /// (none with instructions: `None`, nothing is sent).
+    pub fn template(&self, servers: &[(&str, &str)]) -> Option<super::AttachmentTemplate> {
+        let text = match &self.text {
+            Some(ins) => ins.render(servers)?,
+            None => String::new(),
+        };
+        Some(super::AttachmentTemplate {
+            kind: self.kind.clone(),
+            when: Default::default(),
+            role: self.role.clone(),
+            text,
+        })
     }
 }
 
@@ -123,6 +169,7 @@ mod tests {
                 before: 3,
             }),
             keeps_boundary: false,
+            attachment: None,
         };
         let def =
             json!({"name": "echo", "description": "Repeat.", "inputSchema": {"type": "object", "properties": {}}});
@@ -135,5 +182,30 @@ mod tests {
         assert_eq!(i.render(&[("a", "A."), ("b", "B.")]).unwrap(), "# H\n\n## a\nA.\n\n## b\nB.");
         assert_eq!(i.render(&[]), None);
         assert_eq!(McpStyle::default().render_tool("probe", &def), None);
+    }
+
+    #[test]
+    fn the_attachment_template_is_rendered_for_the_servers() {
+        let ins = McpInstructions {
+            head: "<r>\n# H\n\n".into(),
+            server: "## {{name}}\n{{instructions}}".into(),
+            joiner: "\n\n".into(),
+            tail: "\n</r>".into(),
+            before: 0,
+        };
+        let a = McpAttachment { kind: "delta".into(), role: "user".into(), text: Some(ins) };
+        let t = a.template(&[("a", "A."), ("b", "B.")]).unwrap();
+        assert_eq!((t.kind.as_str(), t.role.as_str()), ("delta", "user"));
+        assert_eq!(t.text, "<r>\n# H\n\n## a\nA.\n\n## b\nB.\n</r>");
+        assert!(t.when.is_empty());
+        assert_eq!(a.template(&[]), None);
+        // The role only: an empty text (the transcript writes it).
+        let role = McpAttachment { kind: "delta".into(), role: "system".into(), text: None };
+        assert_eq!(role.template(&[]).unwrap().text, "");
+        // Written without `before`, read back.
+        let back: McpAttachment = serde_json::from_value(json!({"kind": "delta", "role": "user",
+            "text": {"head": "<r>\n", "server": "{{name}}", "joiner": "\n\n", "tail": "\n</r>"}}))
+        .unwrap();
+        assert_eq!(back.text.unwrap().before, 0);
     }
 }

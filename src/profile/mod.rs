@@ -36,7 +36,8 @@
 //! model_params {model id: {param: value | null}} (only when there are some),
 //! attachments [{kind, when {bool field: value}, role ("user" | "system"), text (template)}] (default []),
 //! model_variants [{model, prompt {..}, attachments [..], tools [..] | null, params {..} | null}] (default [])
-//! mcp {tool {..template..} | null, sorted, instructions {head, server, joiner, tail, before} | null, keeps_boundary} (optional)
+//! mcp {tool {..template..} | null, sorted, instructions {head, server, joiner, tail, before} | null, keeps_boundary,
+//!      attachment {kind, role, text {head, server, joiner, tail} | null} (optional)} (optional)
 //! ```
 
 mod agent;

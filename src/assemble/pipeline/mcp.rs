@@ -8,12 +8,20 @@
 //! tools without servers in its snapshot (or with a profile that never saw
 //! a capture with MCP) is built anyway, its tools named after the calls with
 //! empty schemas, and said to be approximated ([`approximation`]).
+//!
+//! 2.1.100 – 2.1.275 send the instructions where the transcript writes
+//! their attachment (`mcp_instructions_delta`, before the skills listing):
+//! the style's attachment, rendered for the session's servers, is one more
+//! attachment template of the session ([`attachment_template`]), so the
+//! attachment stage sends it in the role the style says (2.1.100, 2.1.150: a
+//! user reminder of the first message; 2.1.198 – 2.1.275: text of the
+//! system turn).
 
 use super::system_prompt::DYNAMIC_BOUNDARY;
 use crate::corpus::Session;
 use crate::env::SessionEnv;
 use crate::model::content::BlockKind;
-use crate::profile::{McpStyle, Profile};
+use crate::profile::{AttachmentTemplate, McpStyle, Profile};
 use serde_json::{Value, json};
 
 /// The prefix of the tool names the CLI gives MCP tools.
@@ -21,6 +29,20 @@ pub(super) const MCP_TOOL_PREFIX: &str = "mcp__";
 
 fn style<'p>(profile: &'p Profile, env: &SessionEnv) -> Option<&'p McpStyle> {
     profile.mcp.as_ref().filter(|_| !env.mcp.is_empty())
+}
+
+/// The servers of `env` that have instructions, as `(name, instructions)`.
+fn servers(env: &SessionEnv) -> Vec<(&str, &str)> {
+    env.mcp.iter().filter_map(|s| s.instructions.as_deref().map(|i| (s.name.as_str(), i))).collect()
+}
+
+/// The session's template of the instructions attachment, when the style
+/// has one: its role, and its text for the servers of `env` (one with the
+/// role only when the transcript writes the text). `None` without servers
+/// with instructions (nothing can be rendered: the attachment sends
+/// nothing).
+pub(super) fn attachment_template(profile: &Profile, env: &SessionEnv) -> Option<AttachmentTemplate> {
+    profile.mcp.as_ref()?.attachment.as_ref()?.template(&servers(env))
 }
 
 /// Whether the default prompt keeps its static/dynamic boundary: always,
@@ -38,9 +60,7 @@ pub(super) fn insert_instructions(
     env: &SessionEnv,
 ) {
     let Some(ins) = style(profile, env).and_then(|s| s.instructions.as_ref()) else { return };
-    let servers: Vec<(&str, &str)> =
-        env.mcp.iter().filter_map(|s| s.instructions.as_deref().map(|i| (s.name.as_str(), i))).collect();
-    let Some(text) = ins.render(&servers) else { return };
+    let Some(text) = ins.render(&servers(env)) else { return };
     let at = (dynamic_start + ins.before).min(sections.len());
     sections.insert(at, text);
     debug_assert!(sections.iter().filter(|s| *s == DYNAMIC_BOUNDARY).count() <= 1);
@@ -132,6 +152,7 @@ mod tests {
                 before: 1,
             }),
             keeps_boundary: false,
+            attachment: None,
         });
         let server = |n: &str, i: Option<&str>| McpServer {
             name: n.into(),
@@ -153,6 +174,82 @@ mod tests {
         let mut none = sections.clone();
         insert_instructions(&mut none, 1, &p, &SessionEnv::default());
         assert_eq!(none, sections);
+    }
+
+    #[test]
+    fn the_instructions_attachment_is_sent_in_the_styles_role() {
+        use super::super::attachments::{AttachmentRole, render_with};
+        use super::super::normalize::{self, Piece, Rules};
+        use crate::profile::mcp::McpAttachment;
+        let (mut p, env) = setup();
+        let ins = McpInstructions {
+            head: "<system-reminder>\n# I\n\n".into(),
+            server: "## {{name}}\n{{instructions}}".into(),
+            joiner: "\n\n".into(),
+            tail: "\n</system-reminder>".into(),
+            before: 0,
+        };
+        let user = McpAttachment { kind: "mcp_instructions_delta".into(), role: "user".into(), text: Some(ins) };
+        p.mcp.as_mut().unwrap().attachment = Some(user.clone());
+        let t = attachment_template(&p, &env).unwrap();
+        // Only the servers with instructions.
+        assert_eq!(
+            (t.role.as_str(), t.text.as_str()),
+            ("user", "<system-reminder>\n# I\n\n## s\nDo.\n</system-reminder>")
+        );
+        assert_eq!(attachment_template(&p, &SessionEnv::default()), None);
+        // The transcript's attachment, then the skills listing, with the prompt
+        // they came with: one first user message, the instructions first
+        // (2.1.150).
+        let bump = bumpalo::Bump::new();
+        let lines = br###"{"type":"user","uuid":"u","message":{"role":"user","content":"hi"}}
+{"type":"attachment","uuid":"a","parentUuid":"u","attachment":{"type":"mcp_instructions_delta","addedNames":["s"],"addedBlocks":["## s\nDo."],"removedNames":[]}}
+{"type":"attachment","uuid":"b","parentUuid":"a","attachment":{"type":"skill_listing","content":"- k: a skill"}}
+"###;
+        let parsed = crate::input::parse_bytes(&bump, lines, "t", &crate::input::ReadOptions::default());
+        let skills = AttachmentTemplate {
+            kind: "skill_listing".into(),
+            when: Default::default(),
+            role: "user".into(),
+            text: "<system-reminder>\nSkills:\n{{content}}\n</system-reminder>".into(),
+        };
+        let templates = [t, skills];
+        let pieces: Vec<Piece> = parsed
+            .entries
+            .iter()
+            .filter_map(|e| normalize::piece_of_entry_with(&bump, e, &templates, &Default::default()))
+            .collect();
+        let (msgs, _) = normalize::normalize(&bump, &pieces, &Rules::default());
+        assert_eq!(msgs.len(), 1);
+        let texts: Vec<&str> = msgs[0]
+            .get("content")
+            .and_then(|c| c.as_array())
+            .unwrap()
+            .iter()
+            .filter_map(|b| b.get_str("text"))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "<system-reminder>\n# I\n\n## s\nDo.\n</system-reminder>",
+                "<system-reminder>\nSkills:\n- k: a skill\n</system-reminder>\n",
+                "hi"
+            ]
+        );
+        // A system one is text of the system turn, the wrapper off (2.1.198);
+        // a role-only one gives the role of a `rendered` text (2.1.275).
+        let system = McpAttachment { role: "system".into(), ..user };
+        let mut ins = system.text.clone().unwrap();
+        (ins.head, ins.tail) = ("# I\n\n".into(), String::new());
+        p.mcp.as_mut().unwrap().attachment = Some(McpAttachment { text: Some(ins), ..system.clone() });
+        let r = render_with(&bump, &parsed.entries[1], &[attachment_template(&p, &env).unwrap()]).unwrap();
+        assert_eq!(r.role, AttachmentRole::System);
+        assert_eq!(r.texts.as_slice(), ["<system-reminder>\n# I\n\n## s\nDo.\n</system-reminder>"]);
+        p.mcp.as_mut().unwrap().attachment = Some(McpAttachment { text: None, ..system });
+        let line = br#"{"type":"attachment","uuid":"a","attachment":{"type":"mcp_instructions_delta"},"rendered":[{"content":"R"}]}"#;
+        let parsed = crate::input::parse_bytes(&bump, line, "t", &crate::input::ReadOptions::default());
+        let r = render_with(&bump, &parsed.entries[0], &[attachment_template(&p, &env).unwrap()]).unwrap();
+        assert_eq!((r.role, r.texts.as_slice()), (AttachmentRole::System, &["R"][..]));
     }
 
     #[test]

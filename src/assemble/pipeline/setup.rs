@@ -142,6 +142,7 @@ impl Setup {
         // when that model has a variant).
         let variant = self.profile.for_session_model(&facts.model, facts.explicit_model);
         let mut plan = self.base_plan(&variant, &facts.model);
+        plan.attachment_templates.splice(0..0, super::mcp::attachment_template(&variant, &facts.env));
         render_param_vars(&mut plan.params, &facts.env);
         if self.overrides.effort.is_none() {
             plan.process_params = process_params(&plan, &facts.env.argv);
