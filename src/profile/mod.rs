@@ -300,8 +300,9 @@ pub const DYNAMIC_VARS: &[&str] = &[
 /// month, `November 2026` (WebSearch: "The current month is …"); `skills`
 /// the session's skills, one `- name: description` line each (2.0.77's
 /// Skill tool: "Available skills:"); `model_name` the model's name (Bash's
-/// `Co-Authored-By: Claude Sonnet 4.6` in 2.1.88).
-pub const TOOL_VARS: &[&str] = &["month_year", "skills", "model_name"];
+/// `Co-Authored-By: Claude Sonnet 4.6` in 2.1.88); `date` the session's
+/// date, `2026-12-01` (2.0.77's WebSearch: "Today's date is …").
+pub const TOOL_VARS: &[&str] = &["month_year", "skills", "model_name", "date"];
 
 /// Variables of the params (`{{cwd}}`, `{{home}}`: 2.1.28x `safeguards`
 /// names the session's directories).
@@ -810,7 +811,9 @@ pub fn render_tool_list(tools: &[Value], date: Option<&str>, skills: &str, model
             if !TOOL_VARS.iter().any(|v| text.contains(&format!("{{{{{v}}}}}"))) {
                 return t.clone();
             }
-            let vars = [("month_year", my.as_deref()), ("skills", Some(skills)), ("model_name", Some(name))];
+            let day = date.and_then(|d| d.get(..10));
+            let vars =
+                [("month_year", my.as_deref()), ("skills", Some(skills)), ("model_name", Some(name)), ("date", day)];
             let rendered = template::render(&text, &vars);
             serde_json::from_str(&rendered).unwrap_or_else(|_| t.clone())
         })

@@ -14,6 +14,7 @@ mod mock_server;
 mod model;
 mod pipeline;
 mod pipeline_props;
+mod probe_ladder;
 mod profiles;
 mod public_validity;
 mod real_cli;

@@ -557,7 +557,13 @@ pub(super) fn skills_templates(tools: &[Value], env: Option<&SessionEnv>) -> Vec
 
 /// The tools with "The current month is <Month YYYY>" of the capture's
 /// `date` as `{{month_year}}` (see [`super::TOOL_VARS`]).
+/// The capture's date itself (`2026-12-01`, 2.0.77's WebSearch: "Today's
+/// date is …") as `{{date}}`.
 pub(super) fn month_templates(tools: &[Value], date: Option<&str>) -> Vec<Value> {
     let Some(my) = date.and_then(crate::time::month_year) else { return tools.to_vec() };
-    replace_in_tools(tools, &format!("The current month is {my}"), "The current month is {{month_year}}")
+    let tools = replace_in_tools(tools, &format!("The current month is {my}"), "The current month is {{month_year}}");
+    match date.and_then(|d| d.get(..10)) {
+        Some(day) => replace_in_tools(&tools, day, "{{date}}"),
+        None => tools,
+    }
 }
