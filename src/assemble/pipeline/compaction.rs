@@ -174,8 +174,6 @@ pub(crate) fn enter_process(st: &mut super::chain::ChainState<'_>, start: Option
     start
 }
 
-/// The compaction instruction as the request's last message, a plain
-/// string user message (after breakpoints and collapse).
 /// The instruction as a user message of one text block, before the
 /// breakpoints are marked (a compaction of its own, before 2.1.88).
 pub(crate) fn append_instruction_block<'a>(bump: &'a Bump, messages: &mut Vec<&'a Json<'a>>, instruction: &'a str) {
@@ -191,6 +189,8 @@ pub(crate) fn plain_pieces<'a>(cx: &ChainCtx<'a, '_>, st: &mut super::chain::Cha
     st.scratch.extend(messages.filter(|p| matches!(p, Piece::User { .. } | Piece::Assistant { .. })).cloned());
 }
 
+/// The compaction instruction as the request's last message, a plain
+/// string user message (after breakpoints and collapse).
 pub(crate) fn append_instruction<'a>(bump: &'a Bump, messages: &mut Vec<&'a Json<'a>>, instruction: &'a str) {
     let members = [("role", Json::Str("user")), ("content", Json::Str(instruction))];
     messages.push(bump.alloc(Json::Obj(bump.alloc_slice_copy(&members))));
