@@ -94,7 +94,7 @@ fn extract_with_model(path: &Path, env: Option<&SessionEnv>) -> Result<(Profile,
         // Every agent's Bash tool names the session's model, not its own.
         let main_name = profile.model(&model).map(|m| m.name.clone());
         for a in &mut profile.agents {
-            a.tools = skills_templates(&a.tools, env);
+            a.tools = skills_templates(&month_templates(&a.tools, facts.date.as_deref()), env);
             if let Some(name) = &main_name {
                 a.tools = models::templated(&a.tools, name);
             }
