@@ -57,24 +57,25 @@ fn instruction_of(messages: &[Value]) -> Option<(&str, bool)> {
     }
 }
 
+/// The members of a request body that are its content, not params.
+const CONTENT: [&str; 6] = ["model", "messages", "system", "tools", "metadata", "stream"];
+
 /// The system texts after the billing header and the CLI prefix, the tool
 /// names and the params of a compaction request of its own.
 fn own_request(body: &Value, tools: Vec<String>) -> OwnCompaction {
     let blocks = body.get("system").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
     let texts = blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str));
     let system = texts.filter(|t| !t.starts_with("x-anthropic-billing-header:")).skip(1).map(str::to_string).collect();
-    let content = ["model", "messages", "system", "tools", "metadata", "stream"];
-    let params = body.as_object().into_iter().flatten().filter(|(k, _)| !content.contains(&k.as_str()));
+    let params = body.as_object().into_iter().flatten().filter(|(k, _)| !CONTENT.contains(&k.as_str()));
     OwnCompaction { system, tools, params: params.map(|(k, v)| (k.clone(), v.clone())).collect() }
 }
 
 /// The params `body` sends with another value than `first` (both send
 /// them; the request's content is not a param).
 fn changed_params(first: &Value, body: &Value) -> serde_json::Map<String, Value> {
-    let content = ["model", "messages", "system", "tools", "metadata"];
     let (Some(a), Some(b)) = (first.as_object(), body.as_object()) else { return serde_json::Map::new() };
     b.iter()
-        .filter(|(k, v)| !content.contains(&k.as_str()) && a.get(*k).is_some_and(|x| x != *v))
+        .filter(|(k, v)| !CONTENT.contains(&k.as_str()) && a.get(*k).is_some_and(|x| x != *v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

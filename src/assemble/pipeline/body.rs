@@ -84,24 +84,28 @@ pub(crate) fn build_request<'a>(
     // to the resumed session's).
     let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.session_id);
     let session_id = agent.and_then(|_| prompt_sid()).or(e.env.session_id).unwrap_or("");
-    // A subagent type's definition sends its own params (2.1.88).
-    let mut params = match agent.and_then(|a| a.params.as_ref()) {
-        Some(own) => own.clone(),
-        None => turn_params(cx, first, process),
-    };
-    let mut lead_params = cx.statics.lead_params.clone();
-    if let (RequestId::Compaction(_), Some(own)) = (id, &cx.plan.compaction_own) {
-        (lead_params, params) = own
+    let (lead_params, params) = match (id, &cx.plan.compaction_own) {
+        // A compaction of its own sends only its params (before 2.1.88).
+        (RequestId::Compaction(_), Some(own)) => own
             .iter()
             .map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v)))
-            .partition(|(k, _)| cx.plan.params_before_system.iter().any(|p| p == k));
-    } else if matches!(id, RequestId::Compaction(_)) {
-        for (k, v) in params.iter_mut() {
-            if let Some(c) = cx.plan.compaction_params.get(*k) {
-                *v = Json::from_serde(bump, c);
+            .partition(|(k, _)| cx.plan.params_before_system.iter().any(|p| p == k)),
+        _ => {
+            // A subagent type's definition sends its own params (2.1.88).
+            let mut params = match agent.and_then(|a| a.params.as_ref()) {
+                Some(own) => own.clone(),
+                None => turn_params(cx, first, process),
+            };
+            if matches!(id, RequestId::Compaction(_)) {
+                for (k, v) in params.iter_mut() {
+                    if let Some(c) = cx.plan.compaction_params.get(*k) {
+                        *v = Json::from_serde(bump, c);
+                    }
+                }
             }
+            (cx.statics.lead_params.clone(), params)
         }
-    }
+    };
     let body = Body {
         model,
         messages,
