@@ -16,10 +16,7 @@ const LADDER: [&str; 13] = [
 ];
 
 /// Rows not byte-equal yet: (release, probe, [requests, compared, byte-equal, unmatched]).
-const GAPS: [(&str, &str, [u64; 4]); 3] = [
-    // Sidechain lines written into the main transcript (1.0.x) are built
-    // as main-chain turns.
-    ("1.0.128", "subagent", [3, 3, 2, 0]),
+const GAPS: [(&str, &str, [u64; 4]); 2] = [
     // The environment reminder of a Sonnet 5 session; the Agent tool's
     // text under --system-prompt.
     ("2.1.275", "model-sonnet", [1, 1, 0, 0]),

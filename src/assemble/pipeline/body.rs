@@ -91,10 +91,16 @@ pub(crate) fn build_request<'a>(
             .map(|(k, v)| (&*bump.alloc_str(k), Json::from_serde(bump, v)))
             .partition(|(k, _)| cx.plan.params_before_system.iter().any(|p| p == k)),
         _ => {
-            // A subagent type's definition sends its own params (2.1.88).
-            let mut params = match agent.and_then(|a| a.params.as_ref()) {
-                Some(own) => own.clone(),
-                None => turn_params(cx, first, process),
+            // A subagent type's definition sends its own params (2.1.88),
+            // those the layout puts before the system prompt there too
+            // (1.0.128's `temperature`).
+            let (lead, mut params) = match agent.and_then(|a| a.params.as_ref()) {
+                Some(own) => {
+                    let lead = |k: &&str| cx.plan.params_before_system.iter().any(|p| p == k);
+                    let (l, p): (Vec<_>, Vec<_>) = own.iter().partition(|(k, _)| lead(k));
+                    (Some(l.into_iter().collect()), p.into_iter().collect())
+                }
+                None => (None, turn_params(cx, first, process)),
             };
             if matches!(id, RequestId::Compaction(_)) {
                 for (k, v) in params.iter_mut() {
@@ -103,7 +109,7 @@ pub(crate) fn build_request<'a>(
                     }
                 }
             }
-            (cx.statics.lead_params.clone(), params)
+            (lead.unwrap_or_else(|| cx.statics.lead_params.clone()), params)
         }
     };
     let body = Body {

@@ -51,6 +51,91 @@ pub(crate) struct ChainCtx<'a, 's> {
     /// subagent built from its type's definition gets it on its first tool
     /// result (2.1.88 subagent-bash capture); `usize::MAX` when it has none.
     pub(crate) per_process_at: Option<usize>,
+    /// Which of the file's turns this chain builds.
+    pub(crate) part: Part<'a>,
+}
+
+/// Which turns of a file one chain builds. 1.0.x writes a Task subagent's
+/// lines into the main transcript (`isSidechain`, a root of their own whose
+/// prompt is the call's `prompt`), so such a file holds the main chain and
+/// one inline subagent chain per sidechain root (1.0.128 subagent probe).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Part<'a> {
+    /// Every turn (a file of one chain).
+    Whole,
+    /// The turns that are not sidechain lines.
+    Main,
+    /// The sidechain turns under the root of this uuid.
+    Inline(&'a str),
+}
+
+/// The chains of file `f` ([`Part`]): the whole file, or, when a main
+/// transcript holds sidechain lines, its main chain and each sidechain root
+/// a turn hangs off, in file order. A turn is the root's: one under a
+/// main-chain root is the main chain's, whatever its own flag says.
+pub(crate) fn parts<'a>(f: &ParsedFile<'a, '_>) -> Vec<Part<'a>> {
+    let entries = &f.parsed.entries;
+    let conv = || entries.iter().filter(|e| e.is_conversation());
+    if !matches!(f.file.kind, crate::input::discover::FileKind::Session)
+        || !conv().any(|e| e.env.is_sidechain)
+        || conv().all(|e| e.env.is_sidechain)
+    {
+        return vec![Part::Whole];
+    }
+    let links = Links::new(entries);
+    let roots = roots(entries, &links);
+    let mut out = vec![Part::Main];
+    for t in super::projection::turns(entries) {
+        if let Some((root, true)) = roots[t.first]
+            && !out.contains(&Part::Inline(root))
+        {
+            out.push(Part::Inline(root));
+        }
+    }
+    out
+}
+
+/// The root of each entry's `parentUuid` chain (a missing parent or a
+/// cycle ends the walk): its uuid, and whether it is a sidechain line.
+/// Linear: a parent written before its child reuses the parent's root.
+fn roots<'a>(entries: &[Entry<'a>], links: &Links<'a>) -> Vec<Option<(&'a str, bool)>> {
+    let mut out: Vec<Option<(&'a str, bool)>> = Vec::with_capacity(entries.len());
+    for i in 0..entries.len() {
+        let parent = entries[i].env.parent_uuid.and_then(|p| links.index_of(p));
+        let root = match parent {
+            Some(p) if p < i => out[p],
+            Some(_) => {
+                // A parent written later (rare): walk, bounded.
+                let mut cur = i;
+                for _ in 0..entries.len() {
+                    match entries[cur].env.parent_uuid.and_then(|p| links.index_of(p)) {
+                        Some(p) if p != cur => cur = p,
+                        _ => break,
+                    }
+                }
+                entries[cur].env.uuid.map(|u| (u, entries[cur].env.is_sidechain))
+            }
+            None => entries[i].env.uuid.map(|u| (u, entries[i].env.is_sidechain)),
+        };
+        out.push(root);
+    }
+    out
+}
+
+impl<'a> ChainCtx<'a, '_> {
+    /// The turns of the chain, in file order.
+    pub(crate) fn turns(&self) -> Vec<super::projection::Turn> {
+        let mut turns = super::projection::turns(self.entries);
+        if self.part == Part::Whole {
+            return turns;
+        }
+        let roots = roots(self.entries, &self.links);
+        match self.part {
+            Part::Inline(root) => turns.retain(|t| roots[t.first] == Some((root, true))),
+            _ => turns.retain(|t| !matches!(roots[t.first], Some((_, true)))),
+        }
+        turns
+    }
 }
 
 /// What one turn leaves for the next.
@@ -92,10 +177,33 @@ pub(crate) struct SessionCtx<'a, 's> {
 impl<'a, 's> ChainCtx<'a, 's> {
     /// The context of chain `file` of the session `sx` (its agent, if a
     /// subagent's, from [`chain_agent_id`]).
-    pub(crate) fn new(sx: &SessionCtx<'a, 's>, file: &'s ParsedFile<'a, 's>, report: &mut PipelineReport) -> Self {
+    pub(crate) fn new(
+        sx: &SessionCtx<'a, 's>,
+        file: &'s ParsedFile<'a, 's>,
+        part: Part<'a>,
+        report: &mut PipelineReport,
+    ) -> Self {
         let SessionCtx { bump, session, plan, statics, extras, identity, warmups } = *sx;
-        let agent_id = chain_agent_id(bump, file);
         let entries = &file.parsed.entries;
+        let links = Links::new(entries);
+        // An inline subagent: its prompt, and the call that gave it.
+        let inline = match part {
+            Part::Inline(root) => {
+                let prompt = links.index_of(root).and_then(|i| entries[i].as_user()).and_then(|u| match u.content {
+                    crate::model::content::Content::Text(t) => Some(t),
+                    c => c.blocks().iter().find_map(|b| match b.kind {
+                        BlockKind::Text { text } => Some(text),
+                        _ => None,
+                    }),
+                });
+                Some((prompt, prompt.and_then(|p| inline_call(entries, p))))
+            }
+            _ => None,
+        };
+        let agent_id = match part {
+            Part::Inline(root) => Some(root),
+            _ => chain_agent_id(bump, file),
+        };
         let entrypoint = entries
             .iter()
             .chain(session.main.iter().flat_map(|m| m.parsed.entries.iter()))
@@ -104,8 +212,11 @@ impl<'a, 's> ChainCtx<'a, 's> {
             .unwrap_or("cli");
         let agent = agent_id.and_then(|id| warmups.iter().find(|(w, _)| *w == id)).map(|&(_, i)| i).or_else(|| {
             // A Task subagent whose type the profile defines (2.1.88).
-            let kind =
-                agent_id.and_then(|id| subagent_call(session, id)).and_then(|input| input.get_str("subagent_type"));
+            let call = match inline {
+                Some((_, call)) => call,
+                None => agent_id.and_then(|id| subagent_call(session, id)),
+            };
+            let kind = call.and_then(|input| input.get_str("subagent_type"));
             kind.and_then(|k| plan.agents.iter().position(|a| a.subagent_type.as_deref() == Some(k)))
         });
         let pieces = entries
@@ -140,8 +251,11 @@ impl<'a, 's> ChainCtx<'a, 's> {
             statics,
             extras,
             identity,
-            links: Links::new(entries),
-            agent_prompt: agent_id.and_then(|id| subagent_prompt(session, id)),
+            links,
+            agent_prompt: match inline {
+                Some((prompt, _)) => prompt,
+                None => agent_id.and_then(|id| subagent_prompt(session, id)),
+            },
             agent,
             entrypoint,
             pieces,
@@ -156,7 +270,11 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 .filter(|a| a.subagent)
                 // No tool result: no request of the agent carries it (2.1.88
                 // subagent probe: a one-request agent's prompt has none).
-                .map(|_| entries.iter().position(holds_tool_result).unwrap_or(usize::MAX)),
+                .map(|_| {
+                    let own = |e: &&Entry<'_>| !matches!(part, Part::Inline(_)) || e.env.is_sidechain;
+                    entries.iter().position(|e| own(&e) && holds_tool_result(e)).unwrap_or(usize::MAX)
+                }),
+            part,
         }
     }
 }
@@ -164,6 +282,20 @@ impl<'a, 's> ChainCtx<'a, 's> {
 /// Whether `e` is a user line holding a tool result.
 fn holds_tool_result(e: &Entry<'_>) -> bool {
     e.as_user().is_some_and(|u| u.content.blocks().iter().any(|b| matches!(b.kind, BlockKind::ToolResult { .. })))
+}
+
+/// The input of the main chain's tool call whose `prompt` is `prompt` (an
+/// inline subagent's call, [`Part::Inline`]).
+fn inline_call<'a>(entries: &[Entry<'a>], prompt: &str) -> Option<&'a Json<'a>> {
+    entries
+        .iter()
+        .filter(|e| !e.env.is_sidechain)
+        .filter_map(Entry::as_assistant)
+        .flat_map(|a| a.content.blocks())
+        .find_map(|b| match b.kind {
+            BlockKind::ToolUse { input, .. } if input.get_str("prompt") == Some(prompt) => Some(input),
+            _ => None,
+        })
 }
 
 /// A user-role attachment piece of one text.

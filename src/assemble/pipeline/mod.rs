@@ -118,8 +118,10 @@ fn assemble_jobs<'a>(
     let warmups = agent::assign_warmups(session, plan, |id| chain::names_agent(session, id));
     let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity, warmups: &warmups };
     for f in session.files() {
-        let cx = ChainCtx::new(&sx, f, &mut out.report);
-        assemble_chain(&cx, &mut out, only_compactions);
+        for part in chain::parts(f) {
+            let cx = ChainCtx::new(&sx, f, part, &mut out.report);
+            assemble_chain(&cx, &mut out, only_compactions);
+        }
     }
     out
 }
@@ -128,7 +130,7 @@ fn assemble_jobs<'a>(
 fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only_compactions: bool) {
     let bump = cx.bump;
     let mut st = ChainState::default();
-    let turns = projection::turns(cx.entries);
+    let turns = cx.turns();
     let mut jobs = compaction::jobs(cx, &turns);
     // A warmup whose reply was not written still was sent (agent.rs).
     if turns.is_empty()

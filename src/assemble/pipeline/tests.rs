@@ -69,7 +69,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
         for f in session.files() {
             let mut report = PipelineReport::default();
             let sx = SessionCtx { bump, session, plan, statics: &statics, extras, identity: &identity, warmups: &[] };
-            let cx = ChainCtx::new(&sx, f, &mut report);
+            let cx = ChainCtx::new(&sx, f, chain::Part::Whole, &mut report);
             let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), cx.agent_id);
             let mut st = ChainState::default();
             for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
