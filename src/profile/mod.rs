@@ -513,8 +513,10 @@ pub struct AttachmentTemplate {
     #[serde(default)]
     pub when: std::collections::BTreeMap<String, bool>,
     /// Who it speaks as: `user` (a `<system-reminder>` text block, `text`
-    /// whole) or `system` (a `role: "system"` turn; `text` without the
-    /// reminder wrapper, joined to its neighbours by `\n\n`).
+    /// whole), `system` (a `role: "system"` turn; `text` without the
+    /// reminder wrapper, joined to its neighbours by `\n\n`) or
+    /// `system-reminder` (a system turn whose texts keep their wrapper:
+    /// 2.1.275 Sonnet 5; a release's model wraps all or none).
     pub role: String,
     /// The template. Empty in an entry learned from attachments written
     /// with `rendered` but without `renderedRole` (2.1.27x): it gives their

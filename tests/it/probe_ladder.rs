@@ -16,12 +16,7 @@ const LADDER: [&str; 13] = [
 ];
 
 /// Rows not byte-equal yet: (release, probe, [requests, compared, byte-equal, unmatched]).
-const GAPS: [(&str, &str, [u64; 4]); 2] = [
-    // The environment reminder of a Sonnet 5 session; the Agent tool's
-    // text under --system-prompt.
-    ("2.1.275", "model-sonnet", [1, 1, 0, 0]),
-    ("2.1.275", "custom-system-prompt", [1, 1, 0, 0]),
-];
+const GAPS: [(&str, &str, [u64; 4]); 0] = [];
 
 /// Ladder scenarios not byte-equal yet with the probes' profile:
 /// (release, scenario, [byte-equal, requests]).

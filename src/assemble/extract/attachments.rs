@@ -134,8 +134,9 @@ fn attachments_without_rendered(held: &[String]) -> Vec<Seen> {
 }
 
 /// The role of each kind written with `rendered` but no `renderedRole`
-/// (2.1.27x): `system` when its text (without the reminder wrapper) is in a
-/// system turn, `user` when it is a user text block; an entry without text.
+/// (2.1.27x): `system-reminder` when its text, reminder wrapper and all, is
+/// in a system turn (2.1.275 Sonnet 5), `system` when it is there without
+/// the wrapper, `user` when it is a user text block; an entry without text.
 fn roles_of_rendered(held: &[String], texts: &[(String, String)]) -> Vec<AttachmentTemplate> {
     let mut out: Vec<AttachmentTemplate> = Vec::new();
     for line in held.iter().flat_map(|t| t.lines()) {
@@ -149,7 +150,10 @@ fn roles_of_rendered(held: &[String], texts: &[(String, String)]) -> Vec<Attachm
             continue;
         }
         let inner = first.strip_prefix("<system-reminder>\n").and_then(|t| t.strip_suffix("\n</system-reminder>"));
-        let role = if inner.is_some_and(|i| texts.iter().any(|(r, t)| r == "system" && t.contains(i))) {
+        let in_system = |x: &str| texts.iter().any(|(r, t)| r == "system" && t.contains(x));
+        let role = if inner.is_some() && in_system(first) {
+            "system-reminder"
+        } else if inner.is_some_and(in_system) {
             "system"
         } else if texts.iter().any(|(r, t)| r == "user" && t == first) {
             "user"
@@ -274,6 +278,26 @@ mod tests {
         // Every turn explained (the kind sends nothing), or two candidates: nothing learned.
         assert!(constant_text(&seen, &texts(&["Skills:\n- s: a skill"])).is_none());
         assert!(constant_text(&seen, &texts(&["A", "B"])).is_none());
+    }
+
+    #[test]
+    fn a_rendered_kind_takes_the_role_its_text_is_sent_with() {
+        let line = |kind: &str| {
+            format!(
+                r#"{{"type":"attachment","attachment":{{"type":"{kind}"}},"rendered":[{{"content":"<system-reminder>\nToday is {kind}.\n</system-reminder>"}}]}}"#
+            )
+        };
+        let held = vec![[line("date"), line("model"), line("env")].join("\n")];
+        let texts = vec![
+            ("system".to_string(), "Today is date.".to_string()),
+            // 2.1.275 Sonnet 5: the wrapper kept inside the system turn.
+            ("system".to_string(), "<system-reminder>\nToday is model.\n</system-reminder>".to_string()),
+            ("user".to_string(), "<system-reminder>\nToday is env.\n</system-reminder>".to_string()),
+        ];
+        let got: Vec<(String, String)> =
+            roles_of_rendered(&held, &texts).into_iter().map(|t| (t.kind, t.role)).collect();
+        let want = [("date", "system"), ("model", "system-reminder"), ("env", "user")];
+        assert_eq!(got, want.map(|(k, r)| (k.to_string(), r.to_string())));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn render_with<'a>(bump: &'a Bump, e: &Entry<'a>, templates: &[AttachmentTem
         // 2.1.27x writes `rendered` without `renderedRole`: the role the
         // profile learned for the kind.
         None => match a.attachment_type.and_then(|k| templates.iter().find(|t| t.kind == k)) {
-            Some(t) if t.role == "system" => AttachmentRole::System,
+            Some(t) if t.role.starts_with("system") => AttachmentRole::System,
             _ => AttachmentRole::User,
         },
     };
@@ -85,7 +85,7 @@ pub fn render_with<'a>(bump: &'a Bump, e: &Entry<'a>, templates: &[AttachmentTem
         // A system turn's text is stored without the reminder wrapper that
         // normalization takes off (a trailing newline of the text stays).
         let (role, text) = match t.role.as_str() {
-            "system" => (AttachmentRole::System, reminder(&text)),
+            "system" | "system-reminder" => (AttachmentRole::System, reminder(&text)),
             _ => (AttachmentRole::User, text),
         };
         let text: &'a str = bump.alloc_str(&text);

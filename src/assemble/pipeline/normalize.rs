@@ -68,6 +68,9 @@ pub struct Rules<'a> {
     /// System-role attachments are sent as user text (layouts without
     /// system turns).
     pub system_attachments_as_user: bool,
+    /// A system turn's texts keep their `<system-reminder>` wrapper
+    /// (2.1.275 Sonnet 5: role `system-reminder`).
+    pub system_keeps_reminder: bool,
     /// 2.1.88: attachment text following a string `tool_result` is appended
     /// to that result: the result without trailing whitespace, then each
     /// text after `"\n\n"` (memory-files and long-session captures).
@@ -239,7 +242,8 @@ pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) ->
                 Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
                 Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
                 Msg::System(texts, extra) => {
-                    let text = texts.iter().map(|t| strip_reminder(t)).collect::<Vec<_>>().join("\n\n");
+                    let strip = |t: &'a str| if rules.system_keeps_reminder { t } else { strip_reminder(t) };
+                    let text = texts.iter().map(|t| strip(t)).collect::<Vec<_>>().join("\n\n");
                     let block = text_block(bump, bump.alloc_str(&text));
                     systems += 1;
                     let extra = if rules.system_message_extra_first_only && systems > 1 { &[][..] } else { extra };
@@ -507,6 +511,31 @@ mod tests {
             "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"A\"},{\"type\":\"text\",\"text\":\"B\\n\"},{\"type\":\"text\",\"text\":\"hi\"}]}\n{\"role\":\"system\",\"content\":[{\"type\":\"text\",\"text\":\"env\\n\\ndate\"}]}"
         );
         assert_eq!(report.merged_user_messages, 1);
+    }
+
+    #[test]
+    fn a_system_turn_keeps_the_reminder_wrapper_where_the_rules_say() {
+        let bump = Bump::new();
+        let pieces = vec![
+            Piece::User { blocks: bump.alloc_slice_copy(&[text_block(&bump, "hi")]), tool_results: false },
+            Piece::Attachment {
+                role: AttachmentRole::System,
+                texts: smallvec![
+                    "<system-reminder>\nenv\n</system-reminder>",
+                    "<system-reminder>\nmodel\n</system-reminder>"
+                ],
+            },
+        ];
+        let turn = |keep: bool| {
+            let rules = Rules { system_keeps_reminder: keep, ..Rules::default() };
+            let (m, _) = normalize(&bump, &pieces, &rules);
+            m[1].to_compact_string()
+        };
+        assert_eq!(turn(false), r#"{"role":"system","content":[{"type":"text","text":"env\n\nmodel"}]}"#);
+        assert_eq!(
+            turn(true),
+            r#"{"role":"system","content":[{"type":"text","text":"<system-reminder>\nenv\n</system-reminder>\n\n<system-reminder>\nmodel\n</system-reminder>"}]}"#
+        );
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub struct Plan {
     pub process_params: Vec<Vec<(String, serde_json::Value)>>,
     /// System-role attachments become user text (no system turns).
     pub system_attachments_as_user: bool,
+    /// System turns keep each text's reminder wrapper (an attachment role
+    /// `system-reminder`).
+    pub system_keeps_reminder: bool,
     /// Attachment text after a string tool result is joined to it (2.1.88).
     pub attachments_into_tool_result: bool,
     /// Merged user messages are joined with a `"\n"`
@@ -156,6 +159,7 @@ impl Plan {
             system_message_params: l.system_message_params.clone(),
             process_params: Vec::new(),
             system_attachments_as_user: l.system_attachments_as_user,
+            system_keeps_reminder: profile.attachments.iter().any(|t| t.role == "system-reminder"),
             attachments_into_tool_result: l.attachments_into_tool_result,
             merge_newline: l.merges_with_newline(),
             cache_control: serde_json::json!({"type": "ephemeral"}),
@@ -342,6 +346,7 @@ impl<'a> Statics<'a> {
                 system_message_extra: system_extra.to_vec(),
                 system_message_extra_first_only: plan.system_message_params_first_only,
                 system_attachments_as_user: plan.system_attachments_as_user,
+                system_keeps_reminder: plan.system_keeps_reminder,
                 attachments_into_tool_result: plan.attachments_into_tool_result,
                 merge_plain: !plan.merge_newline,
             },

@@ -317,8 +317,11 @@ impl Setup {
             .or_else(|| {
                 let model_name = p.model(&facts.model).map_or(facts.model.as_str(), |m| m.name.as_str());
                 let skills = super::contexts::skills_tool_lines(env);
-                let list = match (&p.custom_prompt_tools, &choice.custom) {
-                    (Some(t), Some(_)) => t,
+                // A custom prompt's tools also when a snapshot holds the
+                // prompt and the argv says it was custom (2.1.275).
+                let custom = choice.custom.is_some() || env.flag("--system-prompt").is_some();
+                let list = match (&p.custom_prompt_tools, custom) {
+                    (Some(t), true) => t,
                     _ => &p.tools,
                 };
                 (!list.is_empty()).then(|| {
