@@ -100,6 +100,7 @@ mod tests {
                 "hello",
                 "bash-tool",
                 "memory-files",
+                "skill",
                 "model-haiku",
                 "model-sonnet",
                 "model-opus",
@@ -118,10 +119,10 @@ mod tests {
         // Every probe teaches: the subagent probe a subagent type's
         // definition (2.1.88) and the billing flag, /compact the
         // compaction instruction.
-        assert_eq!(extracted.len(), 11, "{extracted:?}");
+        assert_eq!(extracted.len(), 12, "{extracted:?}");
         assert_eq!(extracted.last(), Some(&"compact"));
-        assert!(probes[11 - 1].steps[1].continue_session);
-        let mcp = &probes[8];
+        assert!(probes[12 - 1].steps[1].continue_session);
+        let mcp = &probes[9];
         assert_eq!(mcp.mcp["probe"]["command"], "@ctxasm");
     }
 }

@@ -22,6 +22,38 @@ pub struct ProbeRun {
     pub failed_steps: Vec<String>,
 }
 
+impl ProbeRun {
+    /// Whether the CLI answered every step without the model: its
+    /// transcripts hold lines but no assistant line (1.0.128 answers
+    /// `/greet` of the skill probe "Unknown slash command"). Such a release
+    /// does not have what the probe asks for.
+    pub fn answered_without_model(&self) -> bool {
+        let mut lines = 0usize;
+        let mut stack = vec![self.dir.join("transcripts")];
+        while let Some(d) = stack.pop() {
+            let Ok(read) = std::fs::read_dir(&d) else { continue };
+            for e in read.flatten() {
+                let path = e.path();
+                match e.file_type() {
+                    Ok(t) if t.is_dir() => stack.push(path),
+                    Ok(t) if t.is_file() && path.extension().is_some_and(|x| x == "jsonl") => {
+                        let Ok(text) = std::fs::read_to_string(&path) else { return false };
+                        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                            lines += 1;
+                            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+                            if v["type"] == "assistant" {
+                                return false;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        lines > 0
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ProbeError + '_ {
     move |source| ProbeError::Io { path: path.to_path_buf(), source }
 }

@@ -43,7 +43,7 @@ pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemp
     if seen.is_empty() {
         return out;
     }
-    if let Some(t) = constant_text(&seen, &texts) {
+    if let Some(t) = constant_text(&seen, &texts, &rendered_texts(held)) {
         out.push(t);
     }
     for (role, text) in texts {
@@ -89,14 +89,17 @@ pub(super) fn learn(wire_lines: &[Value], held: &[String]) -> Vec<AttachmentTemp
 /// `content: []`, `itemCount: 0`) sends a constant text: the one system
 /// turn no attachment's value explains, when exactly one such kind is in
 /// the transcripts (a kind that sends nothing, `command_permissions`, then
-/// learns nothing: no turn is left unexplained).
-fn constant_text(seen: &[Seen], texts: &[(String, String)]) -> Option<AttachmentTemplate> {
+/// learns nothing: no turn is left unexplained). A turn holding the text of
+/// an attachment written with `rendered` is explained by it (2.1.275: a
+/// skill session's `command_permissions` beside rendered listings).
+fn constant_text(seen: &[Seen], texts: &[(String, String)], rendered: &[String]) -> Option<AttachmentTemplate> {
     let mut blank: Vec<&Seen> = seen.iter().filter(|s| s.vars.is_empty()).collect();
     blank.dedup_by(|a, b| a.kind == b.kind);
     let [only] = blank.as_slice() else { return None };
     let unexplained: Vec<&str> = texts
         .iter()
         .filter(|(r, t)| r == "system" && !seen.iter().any(|s| primary_at(t, s).is_some()))
+        .filter(|(_, t)| !rendered.iter().any(|x| t.contains(x.as_str())))
         .map(|(_, t)| t.as_str())
         .collect();
     let first = *unexplained.first()?;
@@ -106,6 +109,26 @@ fn constant_text(seen: &[Seen], texts: &[(String, String)]) -> Option<Attachment
         role: "system".into(),
         text: first.to_string(),
     })
+}
+
+/// The texts of the attachments of `held` written with `rendered`, each
+/// without its reminder wrapper.
+fn rendered_texts(held: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in held.iter().flat_map(|t| t.lines()) {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let Some(parts) = v.get("rendered").and_then(Value::as_array).filter(|_| v["type"] == "attachment") else {
+            continue;
+        };
+        for t in parts.iter().filter_map(|p| p.get("content").and_then(Value::as_str)) {
+            let inner = t.strip_prefix("<system-reminder>\n").and_then(|i| i.strip_suffix("\n</system-reminder>"));
+            let inner = inner.unwrap_or(t);
+            if inner.len() >= MIN_VALUE && !out.iter().any(|x| x == inner) {
+                out.push(inner.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// The attachments of `held` written without `rendered`.
@@ -273,11 +296,16 @@ mod tests {
         let s = |kind: &str, vars: &[(&str, &str)]| Seen { kind: kind.into(), ..seen(vars) };
         let seen = [s("skill_listing", &[("content", "- s: a skill")]), s("task_reminder", &[])];
         let texts = |t: &[&str]| t.iter().map(|t| ("system".to_string(), t.to_string())).collect::<Vec<_>>();
-        let t = constant_text(&seen, &texts(&["Skills:\n- s: a skill", "Tasks unused.\n"])).unwrap();
+        let t = constant_text(&seen, &texts(&["Skills:\n- s: a skill", "Tasks unused.\n"]), &[]).unwrap();
         assert_eq!((t.kind.as_str(), t.text.as_str()), ("task_reminder", "Tasks unused.\n"));
         // Every turn explained (the kind sends nothing), or two candidates: nothing learned.
-        assert!(constant_text(&seen, &texts(&["Skills:\n- s: a skill"])).is_none());
-        assert!(constant_text(&seen, &texts(&["A", "B"])).is_none());
+        assert!(constant_text(&seen, &texts(&["Skills:\n- s: a skill"]), &[]).is_none());
+        assert!(constant_text(&seen, &texts(&["A", "B"]), &[]).is_none());
+        // A turn a rendered attachment's text is in is explained by it.
+        let rendered = ["Environment: x".to_string()];
+        assert!(
+            constant_text(&seen, &texts(&["Skills:\n- s: a skill", "Environment: x\n\nDate."]), &rendered).is_none()
+        );
     }
 
     #[test]
