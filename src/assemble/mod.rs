@@ -147,6 +147,20 @@ pub fn assemble_session_as<'a>(
     a: &Assembler,
     identity: &RecordOptions,
 ) -> Assembled<'a> {
+    let mut out = assemble_unread(bump, session, a, identity);
+    // What reading found (bad lines, broken links) comes first: every
+    // command that assembles reports it.
+    let read: Vec<Diagnostic> = session.files().flat_map(|f| f.parsed.diagnostics.iter().cloned()).collect();
+    out.diagnostics.splice(0..0, read);
+    out
+}
+
+fn assemble_unread<'a>(
+    bump: &'a Bump,
+    session: &Session<'a, '_>,
+    a: &Assembler,
+    identity: &RecordOptions,
+) -> Assembled<'a> {
     let pipeline = match a.mode {
         Mode::Records => false,
         Mode::Pipeline => true,

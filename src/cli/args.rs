@@ -122,7 +122,7 @@ pub enum Mode {
 pub struct PipelineArgs {
     /// records: replay api-request entries; pipeline: build every request
     /// from the conversation; auto: records when present, else pipeline.
-    #[arg(long, value_enum, default_value = "records")]
+    #[arg(long, value_enum, default_value = "auto")]
     pub mode: Mode,
     /// Pipeline profile: auto (each session gets the cached profile of its
     /// own release, see `ctxasm profile list`), a built-in name
@@ -236,6 +236,9 @@ pub struct CostArgs {
     /// The sessions' environment (env/ layout) for the pipeline.
     #[arg(long)]
     pub env: Option<PathBuf>,
+    /// Exit with status 1 when there is any diagnostic.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Subcommand)]

@@ -16,6 +16,10 @@ pub enum Outcome {
     /// Bad usage, unreadable input, output that cannot be written. Errors
     /// returned from a command exit with this.
     Fatal = 2,
+    /// The input held nothing to work on: no transcript under the paths
+    /// (or the default projects roots), or transcripts without a request
+    /// ([`NothingFound`]).
+    NothingFound = 3,
     /// Stopped by SIGINT (128 + 2).
     Interrupted = 130,
     /// Stopped by SIGTERM (128 + 15).
@@ -29,6 +33,7 @@ impl Outcome {
         match status {
             0 => Self::Clean,
             1 => Self::Problems,
+            3 => Self::NothingFound,
             130 => Self::Interrupted,
             143 => Self::Terminated,
             _ => Self::Fatal,
@@ -55,6 +60,12 @@ pub fn problem(e: impl std::fmt::Display) -> Outcome {
     Outcome::Problems
 }
 
+/// The error of a command that found nothing to work on: printed as the
+/// others, status 3 ([`Outcome::NothingFound`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NothingFound(pub String);
+
 /// The exit status of a command's result, printing a fatal error as
 /// `ctxasm: {message}` on stderr. A broken pipe anywhere in the error's
 /// chain exits 0 silently: the reader has all it wanted (ripgrep does the
@@ -63,6 +74,10 @@ pub fn exit_code(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(outcome) => outcome.into(),
         Err(e) if is_broken_pipe(&e) => Outcome::Clean.into(),
+        Err(e) if e.downcast_ref::<NothingFound>().is_some() => {
+            eprintln!("ctxasm: {}", render(&e));
+            Outcome::NothingFound.into()
+        }
         Err(e) => {
             eprintln!("ctxasm: {}", render(&e));
             Outcome::Fatal.into()
@@ -99,13 +114,18 @@ mod tests {
 
     #[test]
     fn outcomes_exit_with_the_documented_statuses() {
-        let codes: Vec<u8> =
-            [Outcome::Clean, Outcome::Problems, Outcome::Fatal, Outcome::Interrupted, Outcome::Terminated]
-                .iter()
-                .map(|&o| o as u8)
-                .collect();
-        assert_eq!(codes, [0, 1, 2, 130, 143]);
-        for o in [Outcome::Clean, Outcome::Problems, Outcome::Fatal, Outcome::Interrupted, Outcome::Terminated] {
+        let all = [
+            Outcome::Clean,
+            Outcome::Problems,
+            Outcome::Fatal,
+            Outcome::NothingFound,
+            Outcome::Interrupted,
+            Outcome::Terminated,
+        ];
+        let codes: Vec<u8> = all.iter().map(|&o| o as u8).collect();
+        assert_eq!(codes, [0, 1, 2, 3, 130, 143]);
+        assert_eq!(exit_code(Err(NothingFound("none".into()).into())), ExitCode::from(3));
+        for o in all {
             assert_eq!(Outcome::from_status(o as u8), o);
         }
         assert_eq!(Outcome::from_status(7), Outcome::Fatal);

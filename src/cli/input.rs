@@ -10,6 +10,45 @@ pub fn failed(disc: &Discovery) -> bool {
     disc.diagnostics.iter().any(|d| matches!(d.kind, DiagKind::NotFound | DiagKind::Io))
 }
 
+/// Drop `output` (and its temporary name) from the files of `disc`: a run
+/// never reads what it writes. The number of files dropped.
+pub fn exclude_output(disc: &mut Discovery, output: &std::path::Path) -> usize {
+    if output.as_os_str() == "-" {
+        return 0;
+    }
+    let canon = |p: &std::path::Path| {
+        let parent = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        std::fs::canonicalize(parent).ok().map(|d| d.join(p.file_name().unwrap_or_default()))
+    };
+    let targets: Vec<std::path::PathBuf> =
+        [output.to_path_buf(), crate::cli::output::temporary_name(output)].iter().filter_map(|p| canon(p)).collect();
+    let before = disc.files.len();
+    let keep: Vec<bool> = disc.files.iter().map(|f| canon(&f.path).is_none_or(|p| !targets.contains(&p))).collect();
+    if keep.iter().all(|&k| k) {
+        return 0;
+    }
+    // Renumber the groups' file indices over the files kept.
+    let mut new_index = vec![None; keep.len()];
+    let mut next = 0usize;
+    for (i, &k) in keep.iter().enumerate() {
+        if k {
+            new_index[i] = Some(next);
+            next += 1;
+        }
+    }
+    let mut i = 0usize;
+    disc.files.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    for g in &mut disc.groups {
+        g.main = g.main.and_then(|m| new_index[m]);
+        g.subagents = g.subagents.iter().filter_map(|&s| new_index[s]).collect();
+    }
+    disc.groups.retain(|g| g.main.is_some() || !g.subagents.is_empty());
+    before - disc.files.len()
+}
+
 /// Print every discovery diagnostic (stats lists them after its report).
 pub fn print_discovery(disc: &Discovery) {
     for d in &disc.diagnostics {

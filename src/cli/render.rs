@@ -16,11 +16,13 @@ pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool) {
         eprintln!("ctxasm: … {} more diagnostics (--json lists all)", summary.diagnostics.len() - 20);
     }
     let ratio = if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
+    let by_records = summary.sessions.saturating_sub(summary.pipeline_sessions);
     eprintln!(
-        "ctxasm: {} sessions, {} recorded requests, {} written; {:.1} MB written ({:.1}% of the batch format's {:.1} MB){}; {:.2} s, {:.0} MB/s",
-        summary.sessions,
-        summary.recorded_requests,
-        summary.requests_written,
+        "ctxasm: {} ({} replayed from records, {} built by the pipeline), {} written; {:.1} MB written ({:.1}% of the batch format's {:.1} MB){}; {:.2} s, {:.0} MB/s",
+        count(summary.sessions, "session"),
+        by_records,
+        summary.pipeline_sessions,
+        count(summary.requests_written, "request"),
         summary.bytes_written as f64 / 1e6,
         ratio * 100.0,
         summary.batch_bytes as f64 / 1e6,
@@ -44,6 +46,11 @@ pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool) {
             p.approximated_attachments
         );
     }
+}
+
+/// `1 session`, `2 sessions`.
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
 /// verify's table: counts, every mismatch, the verdict.

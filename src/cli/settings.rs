@@ -4,6 +4,7 @@
 //! runs nothing.
 
 use super::args::{IdentityArgs, InputArgs, Mode, PipelineArgs};
+use super::exit::NothingFound;
 use ctxasm::assemble::Assembler;
 use ctxasm::assemble::choose::Chooser;
 use ctxasm::assemble::pipeline::{Overrides, Setup};
@@ -30,14 +31,37 @@ pub struct Input {
 
 impl Input {
     /// Walk the paths (or the default projects roots) and set up the pool.
-    pub fn resolve(args: &InputArgs) -> Self {
+    /// No transcript found is a [`NothingFound`] error naming where it
+    /// looked (unless a named path could not be read: that run goes on and
+    /// exits 2 with its report; an absent default root is nothing found).
+    pub fn resolve(args: &InputArgs) -> anyhow::Result<Self> {
         let disc = discovery(args);
+        if disc.files.is_empty() && (args.paths.is_empty() || !crate::cli::input::failed(&disc)) {
+            return Err(nothing_found(args, &disc).into());
+        }
         let run = RunOptions {
             read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes },
             ..RunOptions::with_threads(args.threads)
         };
-        Self { disc, run }
+        Ok(Self { disc, run })
     }
+}
+
+/// Where the search for transcripts looked, when it found none.
+fn nothing_found(args: &InputArgs, disc: &Discovery) -> NothingFound {
+    if !args.paths.is_empty() {
+        let named: Vec<String> = args.paths.iter().map(|p| p.display().to_string()).collect();
+        return NothingFound(format!("no transcript (*.jsonl) under {}", named.join(", ")));
+    }
+    let roots: Vec<String> = default_roots().iter().map(|p| p.display().to_string()).collect();
+    let absent = disc.diagnostics.iter().any(|d| d.kind == ctxasm::diag::DiagKind::NotFound);
+    NothingFound(format!(
+        "no transcript found in {}{} (the default: $CLAUDE_CONFIG_DIR/projects for each comma-separated \
+         CLAUDE_CONFIG_DIR, else ~/.claude/projects); name the transcripts or their directories, or set \
+         CLAUDE_CONFIG_DIR",
+        roots.join(", "),
+        if absent { ", which does not exist" } else { "" }
+    ))
 }
 
 /// The files named on the command line, or the default projects roots.
@@ -66,51 +90,51 @@ fn mode(m: Mode) -> ctxasm::assemble::Mode {
     }
 }
 
-/// How assemble and verify obtain requests. The profile's note (a profile
-/// without prompt text) is printed here because every pipeline run needs it.
-pub fn assembler(p: &PipelineArgs, identity: &IdentityArgs) -> anyhow::Result<Assembler> {
+/// How assemble and verify obtain requests, and the notes about the
+/// pipeline's profile (which cache was read, a profile without prompt
+/// text) for the caller to show when some session took the pipeline.
+pub fn assembler(p: &PipelineArgs, identity: &IdentityArgs) -> anyhow::Result<(Assembler, Vec<String>)> {
     if p.mode == Mode::Records && (what_if(p) || p.env.is_some()) {
         anyhow::bail!("what-if flags and --env apply to --mode pipeline or auto");
     }
-    let (prep, chooser) = profile_prep(&p.profile, p.env.as_deref(), overrides(p)?, p.mode != Mode::Records)?;
+    let (prep, chooser, mut notes) =
+        profile_prep(&p.profile, p.env.as_deref(), overrides(p)?, p.mode != Mode::Records)?;
     if p.mode != Mode::Records
         && chooser.is_none()
         && let Some(note) = prep.note()
     {
-        eprintln!("ctxasm: note: {note}");
+        notes.push(format!("note: {note}"));
     }
-    Ok(Assembler { mode: mode(p.mode), records: record_options(identity), pipeline: Some(prep), chooser })
+    Ok((Assembler { mode: mode(p.mode), records: record_options(identity), pipeline: Some(prep), chooser }, notes))
 }
 
 /// `--profile`: `auto` (the profile cache, chosen per session; `loud`
-/// says which cache was read), a built-in name or a profile file, with the
-/// session environment.
+/// notes which cache was read), a built-in name or a profile file, with the
+/// session environment; and the notes to show (cached profiles skipped).
 pub fn profile_prep(
     profile: &str,
     env: Option<&Path>,
     overrides: Overrides,
     loud: bool,
-) -> anyhow::Result<(Setup, Option<Chooser>)> {
+) -> anyhow::Result<(Setup, Option<Chooser>, Vec<String>)> {
     if profile != "auto" {
-        return Ok((Setup::load(profile, env, overrides)?, None));
+        return Ok((Setup::load(profile, env, overrides)?, None, Vec::new()));
     }
     let template = Setup::load("cc-2.1.328", env, overrides)?;
     let dir = profile_dir().unwrap_or_default();
     let (shelf, errors) = Shelf::open(&dir);
-    for e in errors {
-        eprintln!("ctxasm: warning: cached profile skipped: {e}");
-    }
+    let mut notes: Vec<String> = errors.iter().map(|e| format!("warning: cached profile skipped: {e}")).collect();
     if loud {
         let versions: Vec<String> = shelf.profiles.iter().map(|s| s.version.to_string()).collect();
-        eprintln!(
-            "ctxasm: --profile auto: {} cached profile{} in {}{}",
+        notes.push(format!(
+            "--profile auto: {} cached profile{} in {}{}",
             versions.len(),
             if versions.len() == 1 { "" } else { "s" },
             dir.display(),
             if versions.is_empty() { String::new() } else { format!(" ({})", versions.join(", ")) }
-        );
+        ));
     }
-    Ok((template.clone(), Some(Chooser::new(shelf, template))))
+    Ok((template.clone(), Some(Chooser::new(shelf, template)), notes))
 }
 
 /// ctxasm's cache: `$CTXASM_CACHE_DIR`, else `$XDG_CACHE_HOME/ctxasm`,

@@ -242,7 +242,66 @@ pub fn write_dedup(
     opts: &AssembleOptions,
     dir: &Path,
 ) -> io::Result<AssembleSummary> {
-    std::fs::create_dir_all(dir)?;
+    check_dedup_target(dir)?;
+    // Written under a temporary name beside `dir`, renamed when complete:
+    // a killed run leaves no store that looks whole.
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "dedup".into());
+    let tmp = dir.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
+    let result = write_dedup_into(disc, run, opts, &tmp);
+    let finish = |summary: &AssembleSummary| -> io::Result<()> {
+        if summary.requests_written == 0 {
+            // Nothing to store: no directory (the caller says why).
+            return std::fs::remove_dir_all(&tmp);
+        }
+        if dir.is_dir() {
+            std::fs::remove_dir(dir)?; // empty: checked above
+        }
+        std::fs::rename(&tmp, dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))
+    };
+    match result.and_then(|s| finish(&s).map(|()| s)) {
+        Ok(s) => Ok(s),
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// A dedup target must not exist or be an empty directory; a store (whole,
+/// or left by an interrupted run of an older ctxasm) is named so.
+fn check_dedup_target(dir: &Path) -> io::Result<()> {
+    let exists = |msg: String| Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{}: {msg}", dir.display())));
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+        Ok(m) if !m.is_dir() => exists("exists and is not a directory".into()),
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dir)?;
+            if entries.next().is_none() {
+                return Ok(());
+            }
+            if dir.join(MANIFEST).is_file() {
+                exists("already holds a dedup store; remove it or choose another -o".into())
+            } else if dir.join("segments.bin").exists() || dir.join("recipes.jsonl").exists() {
+                exists(format!("an incomplete dedup store (no {MANIFEST}: left by an interrupted run); remove it"))
+            } else {
+                exists("exists and is not empty; choose another -o".into())
+            }
+        }
+    }
+}
+
+/// The file a complete dedup store ends with.
+const MANIFEST: &str = "manifest.json";
+
+fn write_dedup_into(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    dir: &Path,
+) -> io::Result<AssembleSummary> {
     let open = |name: &str| -> io::Result<BufWriter<std::fs::File>> {
         let f = std::fs::OpenOptions::new()
             .write(true)
@@ -291,10 +350,13 @@ pub fn write_dedup(
         "recipe_bytes": recipe_bytes,
         "batch_bytes": summary.batch_bytes,
     });
-    let mut m = open("manifest.json")?;
+    for f in [segs, recipes] {
+        f.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    }
+    let mut m = open(MANIFEST)?;
     serde_json::to_writer_pretty(&mut m, &manifest).map_err(io::Error::other)?;
     m.write_all(b"\n")?;
-    m.flush()?;
+    m.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     Ok(summary)
 }
 
@@ -440,6 +502,23 @@ fn bad(path: &Path, line: usize, msg: impl std::fmt::Display) -> io::Error {
 /// Write the batch format of the dedup directory `dir` to `out`; returns
 /// the number of requests.
 pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
+    // A store is complete when its manifest is there (written last).
+    let man_path = dir.join(MANIFEST);
+    let manifest: serde_json::Value = match std::fs::read(&man_path) {
+        Ok(b) => serde_json::from_slice(&b).map_err(|e| bad(&man_path, 0, format!("not a dedup manifest: {e}")))?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let msg = if dir.is_dir() {
+                format!("{}: not a complete dedup store (no {MANIFEST}; an interrupted run leaves none)", dir.display())
+            } else {
+                format!("{}: no such dedup directory", dir.display())
+            };
+            return Err(io::Error::new(io::ErrorKind::NotFound, msg));
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", man_path.display()))),
+    };
+    if manifest["format"] != "ctxasm-dedup" {
+        return Err(bad(&man_path, 0, "not a ctxasm dedup manifest (format is not \"ctxasm-dedup\")"));
+    }
     let seg_path = dir.join("segments.bin");
     let data =
         std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
@@ -510,6 +589,9 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         out.write_all(&line_out)?;
         n += 1;
     }
+    if let Some(want) = manifest["requests"].as_u64().filter(|&w| w != n) {
+        return Err(bad(&rec_path, 0, format!("{n} requests, the manifest says {want}")));
+    }
     out.flush()?;
     Ok(n)
 }
@@ -535,7 +617,29 @@ mod tests {
         seg.extend_from_slice(b"abc");
         std::fs::write(dir.path().join("segments.bin"), &seg).unwrap();
         std::fs::write(dir.path().join("recipes.jsonl"), "").unwrap();
+        // Without a manifest the store is incomplete, whatever it holds.
+        let err = expand(dir.path(), &mut Vec::new()).unwrap_err();
+        assert!(err.to_string().contains("not a complete dedup store (no manifest.json"), "{err}");
+        std::fs::write(dir.path().join(MANIFEST), r#"{"format":"ctxasm-dedup","version":1,"requests":0}"#).unwrap();
         let err = expand(dir.path(), &mut Vec::new()).unwrap_err();
         assert!(err.to_string().contains("does not match its hash"), "{err}");
+    }
+
+    #[test]
+    fn a_dedup_target_in_use_is_named_for_what_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("store");
+        assert!(check_dedup_target(&d).is_ok());
+        std::fs::create_dir(&d).unwrap();
+        assert!(check_dedup_target(&d).is_ok(), "an empty directory is fine");
+        std::fs::write(d.join("segments.bin"), b"").unwrap();
+        let e = check_dedup_target(&d).unwrap_err().to_string();
+        assert!(
+            e.ends_with("store: an incomplete dedup store (no manifest.json: left by an interrupted run); remove it"),
+            "{e}"
+        );
+        std::fs::write(d.join(MANIFEST), b"{}").unwrap();
+        let e = check_dedup_target(&d).unwrap_err().to_string();
+        assert!(e.ends_with("store: already holds a dedup store; remove it or choose another -o"), "{e}");
     }
 }

@@ -12,6 +12,7 @@ mod ladder_late;
 mod layering;
 mod mock_server;
 mod model;
+mod never_silent;
 mod pipeline;
 mod pipeline_props;
 mod probe_ladder;

@@ -347,7 +347,7 @@ fn cli_profile_extract_and_verify_pipeline() {
     };
     bad(&["assemble", "--mode", "pipeline", "--profile", "nope"], "nope");
     bad(&["assemble", "--mode", "pipeline", "--cache-ttl", "2h"], "--cache-ttl must be 5m or 1h");
-    bad(&["assemble", "--append-system-prompt", "x"], "apply to --mode pipeline or auto");
+    bad(&["assemble", "--mode", "records", "--append-system-prompt", "x"], "apply to --mode pipeline or auto");
     bad(&["assemble", "--mode", "pipeline", "--env", "/nonexistent/env"], "/nonexistent/env");
 }
 

@@ -2,20 +2,27 @@
 //! dedup format; the summary on stderr.
 
 use crate::cli::args::{AssembleArgs, Format};
-use crate::cli::exit::Outcome;
+use crate::cli::exit::{NothingFound, Outcome};
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, render};
 use std::time::Instant;
 
 pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
     let start = Instant::now();
-    let Input { disc, run } = Input::resolve(&args.input);
-    let assembler = settings::assembler(&args.pipeline, &args.identity)?;
+    let Input { mut disc, run } = Input::resolve(&args.input)?;
+    // Never read back what this run writes (`assemble DIR -o DIR/out.jsonl`).
+    let excluded = input::exclude_output(&mut disc, &args.output);
+    let (assembler, notes) = settings::assembler(&args.pipeline, &args.identity)?;
     let opts = ctxasm::write::AssembleOptions { assembler, turns: args.turns };
     let mut summary = match args.format {
         Format::Batch => {
             let mut out = output::open(&args.output)?;
-            ctxasm::write::write_batch(&disc, &run, &opts, &mut out)?
+            let summary = ctxasm::write::write_batch(&disc, &run, &opts, &mut out)?;
+            // Nothing to write leaves no file (the error below says why).
+            if summary.requests_written > 0 {
+                out.finish()?;
+            }
+            summary
         }
         Format::Dedup => {
             if args.output.as_os_str() == "-" {
@@ -24,17 +31,38 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
             ctxasm::write::write_dedup(&disc, &run, &opts, &args.output)?
         }
     };
+    if excluded > 0 {
+        eprintln!("ctxasm: {} not read: the output of this run", render::count(excluded as u64, "file"));
+    }
     summary.diagnostics.splice(0..0, disc.diagnostics.iter().cloned());
+    // The profile's notes matter only where the pipeline ran.
+    let notes = if summary.pipeline_sessions > 0 { notes } else { Vec::new() };
     if args.json {
-        match serde_json::to_string(&summary) {
-            Ok(text) => eprintln!("{text}"),
-            Err(e) => eprintln!("ctxasm: {e}"),
+        let mut value = serde_json::to_value(&summary)?;
+        if !notes.is_empty() {
+            value["notes"] = serde_json::json!(notes);
         }
+        eprintln!("{value}");
     } else {
+        for n in &notes {
+            eprintln!("ctxasm: {n}");
+        }
         render::assemble_summary(&summary, start.elapsed().as_secs_f64(), args.format == Format::Dedup);
     }
     if input::failed(&disc) {
         return Ok(Outcome::Fatal);
+    }
+    if summary.requests_written == 0 {
+        return Err(NothingFound(format!(
+            "{} read, no request to write: no assistant message came from the API{}",
+            render::count(summary.sessions, "session"),
+            if args.pipeline.mode == crate::cli::args::Mode::Records {
+                " (--mode records replays api-request records only; try --mode auto)"
+            } else {
+                ""
+            }
+        ))
+        .into());
     }
     if args.strict && !summary.diagnostics.is_empty() {
         return Ok(Outcome::Problems);

@@ -5,7 +5,6 @@ use crate::cli::args::CostArgs;
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, progress};
-use anyhow::Context;
 use ctxasm::cost::pricing::Pricing;
 
 pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
@@ -13,7 +12,7 @@ pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
     if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
         anyhow::bail!("cost: --html and --what-if need the modeled cost (drop --recorded-only)");
     }
-    let input = Input::resolve(&args.input);
+    let input = Input::resolve(&args.input)?;
     let failed = input::failed(&input.disc);
     let outcome = if args.recorded_only { recorded(args, &input, &pricing)? } else { modeled(args, input, &pricing)? };
     Ok(outcome.unless_failed(failed))
@@ -21,17 +20,45 @@ pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
 
 fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
     let report = ctxasm::cost::usage::recorded_report(&input.disc, &input.run, pricing);
+    print_diagnostics(&report.diagnostics);
     if args.json {
         output::json(&serde_json::json!({ "recorded": report.totals, "report": report }))?;
     } else {
         output::text(&ctxasm::cost::report::recorded_table(&report))?;
     }
-    Ok(Outcome::Clean)
+    Ok(strict_outcome(args.strict, &report.diagnostics))
+}
+
+/// The first ten diagnostics on stderr, then their count.
+fn print_diagnostics(diagnostics: &[ctxasm::diag::Diagnostic]) {
+    for d in diagnostics.iter().take(10) {
+        eprintln!("ctxasm: {d}");
+    }
+    if diagnostics.len() > 10 {
+        eprintln!("ctxasm: … {} more diagnostics (all in --json)", diagnostics.len() - 10);
+    }
+}
+
+/// `Problems` under `--strict` when there is any diagnostic.
+fn strict_outcome(strict: bool, diagnostics: &[ctxasm::diag::Diagnostic]) -> Outcome {
+    if strict && !diagnostics.is_empty() {
+        eprintln!(
+            "ctxasm: {} diagnostic{} and --strict",
+            diagnostics.len(),
+            if diagnostics.len() == 1 { "" } else { "s" }
+        );
+        return Outcome::Problems;
+    }
+    Outcome::Clean
 }
 
 fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
     let what_ifs = settings::what_ifs(&args.what_if)?;
-    let (prep, chooser) = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default(), false)?;
+    let (prep, chooser, notes) = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default(), false)?;
+    // On stderr: the JSON is on stdout.
+    for n in &notes {
+        eprintln!("ctxasm: {n}");
+    }
     // With `auto`, the prompt is known when some release's profile is cached.
     let prompt_known = prep.profile.has_prompt_text() || chooser.as_ref().is_some_and(|c| !c.is_empty());
     let opts = ctxasm::cost::modeled::ModelOptions {
@@ -52,14 +79,9 @@ fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<O
     let run = ctxasm::corpus::RunOptions { progress: Some(&tick), ..run };
     let report = ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts);
     progress::finish(&bar);
-    for d in report.diagnostics.iter().take(10) {
-        eprintln!("ctxasm: {d}");
-    }
-    if report.diagnostics.len() > 10 {
-        eprintln!("ctxasm: … {} more diagnostics (all in --json)", report.diagnostics.len() - 10);
-    }
+    print_diagnostics(&report.diagnostics);
     if let Some(path) = &args.html {
-        std::fs::write(path, ctxasm::cost::report::html(&report)).with_context(|| path.display().to_string())?;
+        output::write_atomic(path, ctxasm::cost::report::html(&report).as_bytes())?;
     }
     if let Some(path) = &args.per_request {
         let mut text = String::new();
@@ -67,12 +89,12 @@ fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<O
             text.push_str(&serde_json::to_string(t).unwrap_or_default());
             text.push('\n');
         }
-        std::fs::write(path, text).with_context(|| path.display().to_string())?;
+        output::write_atomic(path, text.as_bytes())?;
     }
     if args.json {
         output::json(&report)?;
     } else {
         output::text(&ctxasm::cost::report::table(&report))?;
     }
-    Ok(Outcome::Clean)
+    Ok(strict_outcome(args.strict, &report.diagnostics))
 }

@@ -7,7 +7,7 @@ use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, render};
 
 pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
-    let Input { disc, run } = Input::resolve(&args.input);
+    let Input { disc, run } = Input::resolve(&args.input)?;
     let mut wire: Option<ctxasm::verify::Wire> = None;
     for path in &args.wire {
         let all = wire.get_or_insert_with(Default::default);
@@ -17,7 +17,11 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
     }
     let from_wire = args.identity.device_id.as_deref() == Some("wire");
     let device = if from_wire { ctxasm::verify::DeviceId::FromWire } else { ctxasm::verify::DeviceId::Given };
-    let assembler = settings::assembler(&args.pipeline, &args.identity)?;
+    let (assembler, notes) = settings::assembler(&args.pipeline, &args.identity)?;
+    // On stderr: the JSON is on stdout.
+    for n in &notes {
+        eprintln!("ctxasm: {n}");
+    }
     let report = ctxasm::verify::verify(&disc, &run, &assembler, wire.as_ref(), device);
     if args.json {
         output::json(&report)?;

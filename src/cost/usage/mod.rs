@@ -186,9 +186,13 @@ pub fn recorded_requests_corpus(
 ) -> (Vec<RecordedRequest>, Vec<Diagnostic>) {
     let mut diagnostics = disc.diagnostics.clone();
     let mut files: FileCandidates = Vec::new();
-    for result in for_each_session(disc, run, session_candidates) {
+    // What reading found (bad lines) is reported with the rest.
+    for result in for_each_session(disc, run, candidates_and_read_diagnostics) {
         match result {
-            Ok(per_file) => files.extend(per_file),
+            Ok((per_file, diags)) => {
+                files.extend(per_file);
+                diagnostics.extend(diags);
+            }
             Err(diag) => diagnostics.push(diag),
         }
     }
@@ -198,6 +202,12 @@ pub fn recorded_requests_corpus(
 }
 
 /// Every usage line of each file of the session, with the file's path.
+/// [`session_candidates`] and what reading the session's files found.
+fn candidates_and_read_diagnostics(session: &Session<'_, '_>) -> (FileCandidates, Vec<Diagnostic>) {
+    let read = session.files().flat_map(|f| f.parsed.diagnostics.iter().cloned()).collect();
+    (session_candidates(session), read)
+}
+
 fn session_candidates(session: &Session<'_, '_>) -> FileCandidates {
     let (session_id, project) = session_identity(session);
     session
