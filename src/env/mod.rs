@@ -47,6 +47,16 @@ pub enum EnvError {
         /// The parse error.
         source: serde_json::Error,
     },
+    /// A directory of the snapshot (`project`, `home`, `home/.claude`) is a
+    /// symlink: what it names may lie anywhere on this machine, so the
+    /// snapshot is refused rather than read through it.
+    #[error("{}: refused: a snapshot root is a symlink (to {}); project/, home/ and home/.claude/ must be directories of the snapshot", path.display(), target.display())]
+    SymlinkRoot {
+        /// The symlink.
+        path: PathBuf,
+        /// What it points to.
+        target: PathBuf,
+    },
     /// A required field is absent.
     #[error("{}: missing field `{field}`", path.display())]
     Missing {
@@ -241,8 +251,8 @@ impl SessionEnv {
             user_name: j.user_name,
             user_email: j.user_email,
         });
-        let project = env_dir.join("project");
-        let home_claude = env_dir.join("home").join(".claude");
+        let project = snapshot_root(env_dir, &["project"])?;
+        let home_claude = snapshot_root(env_dir, &["home", ".claude"])?;
         Ok(SessionEnv {
             cwd,
             home,
@@ -252,8 +262,8 @@ impl SessionEnv {
             is_git: j.is_git,
             git,
             date: j.date,
-            project_dir: project.is_dir().then_some(project),
-            home_claude_dir: home_claude.is_dir().then_some(home_claude),
+            project_dir: project,
+            home_claude_dir: home_claude,
             cli_version: j.cli_version,
             argv: if j.argv.is_empty() { scenario_argv(env_dir) } else { j.argv },
             mcp: mcp::read(env_dir)?,
@@ -321,6 +331,28 @@ impl SessionEnv {
     pub fn memory_dir(&self) -> String {
         format!("{}/.claude/projects/{}/memory/", self.home, self.project_slug())
     }
+}
+
+/// The snapshot directory `env_dir/<parts…>` when it exists as a directory;
+/// an error when it or a directory on the way (`home`) is a symlink: a
+/// snapshot is untrusted input, and a root that links out of it would let
+/// every file below it be read (`project -> /etc`). `env_dir` itself is the
+/// caller's choice and may be a link.
+pub(crate) fn snapshot_root(env_dir: &Path, parts: &[&str]) -> Result<Option<PathBuf>, EnvError> {
+    let mut path = env_dir.to_path_buf();
+    for part in parts {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => return Ok(None),
+            Ok(md) if md.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                return Err(EnvError::SymlinkRoot { path, target });
+            }
+            Ok(md) if !md.is_dir() => return Ok(None),
+            Ok(_) => {}
+        }
+    }
+    Ok(Some(path))
 }
 
 /// See [`SessionEnv::project_slug`].

@@ -5,7 +5,9 @@
 //! `env::memory::frontmatter`); the skills-listing reminder built from
 //! them is rendered by `assemble::contexts`.
 
+use super::memory::MAX_MEMORY_FILE_BYTES;
 use super::memory::frontmatter::{fields, split_frontmatter};
+use std::io::Read;
 use std::path::Path;
 
 /// A skill found on disk.
@@ -20,17 +22,38 @@ pub struct Skill {
 
 /// Skills of `<dir>/skills/<name>/SKILL.md`, by directory name; skills with
 /// `disable-model-invocation: true` are not listed.
+///
+/// A snapshot is untrusted input: `dir` must not itself be a symlink, a
+/// SKILL.md whose canonical path leaves `dir` (a link to `/etc/passwd`) or
+/// that is not a regular file is skipped, and at most
+/// [`MAX_MEMORY_FILE_BYTES`] of one is read.
 pub fn skills_in(dir: &Path) -> Vec<Skill> {
+    if std::fs::symlink_metadata(dir).map_or(true, |m| m.file_type().is_symlink()) {
+        return Vec::new();
+    }
+    let Ok(root) = std::fs::canonicalize(dir) else { return Vec::new() };
     let Ok(rd) = std::fs::read_dir(dir.join("skills")) else { return Vec::new() };
     let mut dirs: Vec<_> = rd.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect();
     dirs.sort();
     dirs.iter()
         .filter_map(|d| {
-            let text = std::fs::read_to_string(d.join("SKILL.md")).ok()?;
+            let text = read_confined(&d.join("SKILL.md"), &root)?;
             let name = d.file_name()?.to_string_lossy().into_owned();
             skill_from_markdown(name, &text)
         })
         .collect()
+}
+
+/// The text of `path` when its canonical path lies below `root` and it is a
+/// regular file, cut at [`MAX_MEMORY_FILE_BYTES`].
+fn read_confined(path: &Path, root: &Path) -> Option<String> {
+    let canon = std::fs::canonicalize(path).ok()?;
+    if !canon.starts_with(root) || !std::fs::metadata(&canon).ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(&canon).ok()?.take(MAX_MEMORY_FILE_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Parse a SKILL.md: its frontmatter fields (`description`, `when_to_use`,
@@ -69,6 +92,27 @@ mod tests {
         assert_eq!(s.description, "D - W");
         assert_eq!(skill_from_markdown("x".into(), "# Title\n\ntext").unwrap().description, "Title");
         assert!(skill_from_markdown("x".into(), "---\ndisable-model-invocation: true\n---\nz").is_none());
+    }
+
+    /// A skill linked out of the snapshot is not read (issue 14).
+    #[test]
+    fn a_skill_linked_outside_is_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, outside) = (tmp.path().join("claude"), tmp.path().join("outside"));
+        std::fs::create_dir_all(dir.join("skills/ok")).unwrap();
+        std::fs::create_dir_all(dir.join("skills/evil")).unwrap();
+        std::fs::create_dir_all(outside.join("s")).unwrap();
+        std::fs::write(dir.join("skills/ok/SKILL.md"), "# Fine\n").unwrap();
+        std::fs::write(outside.join("secret"), "root:x:0:0\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), dir.join("skills/evil/SKILL.md")).unwrap();
+        std::fs::write(outside.join("s/SKILL.md"), "# Linked dir\n").unwrap();
+        std::os::unix::fs::symlink(outside.join("s"), dir.join("skills/linked")).unwrap();
+        let names: Vec<String> = skills_in(&dir).into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["ok"]);
+        // A `dir` that is itself a link is not read at all.
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(skills_in(&link).is_empty());
     }
 
     /// The frontmatter is split as memory files split it (Claude Code's

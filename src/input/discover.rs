@@ -118,7 +118,8 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 format!("cannot read path: {e}"),
             )),
             Ok(m) if m.is_dir() => walk(root, &mut found, &mut out.diagnostics),
-            Ok(_) => found.push(root.clone()),
+            Ok(m) if m.is_file() => found.push(root.clone()),
+            Ok(m) => out.diagnostics.push(not_regular(root, &m.file_type())),
         }
     }
     found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
@@ -144,11 +145,48 @@ fn walk(root: &Path, found: &mut Vec<PathBuf>, diags: &mut Vec<Diagnostic>) {
             }
         };
         let ft = entry.file_type();
-        let is_file = ft.is_file() || (ft.is_symlink() && entry.path().is_file());
-        if is_file && is_transcript_name(entry.path()) {
-            found.push(entry.into_path());
+        if !is_transcript_name(entry.path()) {
+            continue;
+        }
+        // A link is judged by what it names (`stat`).
+        let target =
+            if ft.is_symlink() { std::fs::metadata(entry.path()).ok().map(|m| m.file_type()) } else { Some(ft) };
+        match target {
+            Some(t) if t.is_file() => found.push(entry.into_path()),
+            Some(t) if !t.is_dir() => diags.push(not_regular(entry.path(), &t)),
+            _ => {}
         }
     }
+}
+
+/// The diagnostic of a path that is neither a regular file nor a directory
+/// (a FIFO, a socket, a device): skipped, since opening or reading it may
+/// block forever or never end.
+fn not_regular(path: &Path, ft: &std::fs::FileType) -> Diagnostic {
+    Diagnostic::new(
+        path.to_string_lossy(),
+        0,
+        DiagKind::Io,
+        format!("skipped: not a regular file ({})", file_type_name(ft)),
+    )
+}
+
+/// A file type's name for diagnostics.
+pub(crate) fn file_type_name(ft: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if ft.is_fifo() {
+            return "a FIFO";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+        if ft.is_block_device() || ft.is_char_device() {
+            return "a device";
+        }
+    }
+    if ft.is_dir() { "a directory" } else { "a special file" }
 }
 
 /// The walk's file-name rule (see the module docs).

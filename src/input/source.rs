@@ -56,6 +56,13 @@ impl Source {
 
 /// Open `path` and get its bytes (see the module docs for the rules).
 pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
+    // Checked before opening: opening a FIFO for reading blocks until a
+    // writer comes.
+    let ft = std::fs::metadata(path)?.file_type();
+    if !ft.is_file() {
+        let what = super::discover::file_type_name(&ft);
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
+    }
     let file = File::open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

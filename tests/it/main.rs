@@ -7,6 +7,7 @@ mod cost_html;
 mod cost_model;
 mod cost_sim;
 mod cost_usage;
+mod hostile_input;
 mod ladder;
 mod ladder_late;
 mod layering;

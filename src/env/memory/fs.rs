@@ -7,6 +7,7 @@
 //! files, levels or Markdown.
 
 use super::paths::{is_within, normalize};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Symlinks followed while resolving one path before it counts as a loop.
@@ -18,8 +19,28 @@ pub(super) struct Mount {
 }
 
 pub(super) struct LogicalFs {
-    /// Longest logical prefix first.
+    /// Longest logical prefix first; each `disk` resolved once
+    /// (canonicalized) when the file system is made.
     mounts: Vec<Mount>,
+}
+
+/// What [`LogicalFs::read_text`] read.
+pub(super) struct ReadText {
+    pub(super) text: String,
+    /// The file's length on disk when it was cut at the limit.
+    pub(super) cut_from: Option<u64>,
+    /// Bytes read (what counts against a session's budget).
+    pub(super) bytes: u64,
+}
+
+/// Why [`LogicalFs::read_text`] read nothing.
+#[derive(Debug)]
+pub(super) enum ReadError {
+    /// On disk the file lies outside every (resolved) snapshot root.
+    Outside(PathBuf),
+    /// Not a regular file any more (a FIFO would block the read).
+    NotRegular,
+    Io(std::io::Error),
 }
 
 enum Loc {
@@ -54,16 +75,52 @@ pub(super) enum ResolveError {
 }
 
 impl LogicalFs {
-    pub(super) fn new(mut mounts: Vec<Mount>) -> Self {
+    /// The file system over `mounts`. Each mount's directory is resolved
+    /// once here (`canonicalize`): a root that is itself a symlink is the
+    /// directory it names, and every read is confined below the resolved
+    /// roots. A root that cannot be resolved (missing) keeps its path:
+    /// nothing under it resolves.
+    pub(super) fn new(mounts: Vec<Mount>) -> Self {
+        let mut mounts: Vec<Mount> = mounts
+            .into_iter()
+            .map(|m| Mount { disk: std::fs::canonicalize(&m.disk).unwrap_or(m.disk), logical: m.logical })
+            .collect();
         mounts.sort_by_key(|m| std::cmp::Reverse(m.logical.len()));
         LogicalFs { mounts }
     }
 
     /// The text of a resolved file (invalid UTF-8 replaced, as Node's
-    /// `readFile(…, 'utf8')`). Every memory file is read here: the place for
-    /// limits on what a snapshot may make ctxasm read.
-    pub(super) fn read_text(&self, disk: &Path) -> std::io::Result<String> {
-        std::fs::read(disk).map(|b| String::from_utf8_lossy(&b).into_owned())
+    /// `readFile(…, 'utf8')`), at most `limit` bytes of it (a longer file is
+    /// cut there, at a character boundary, and says so in
+    /// [`ReadText::cut_from`]). Every memory file is read here: the place for
+    /// limits on what a snapshot may make ctxasm read. The file's canonical
+    /// path must lie below a resolved root, and it must be a regular file.
+    pub(super) fn read_text(&self, disk: &Path, limit: u64) -> Result<ReadText, ReadError> {
+        let canon = std::fs::canonicalize(disk).map_err(ReadError::Io)?;
+        if !self.mounts.iter().any(|m| canon.starts_with(&m.disk)) {
+            return Err(ReadError::Outside(canon));
+        }
+        // Checked before opening: opening a FIFO for reading blocks.
+        if !std::fs::metadata(&canon).map_err(ReadError::Io)?.is_file() {
+            return Err(ReadError::NotRegular);
+        }
+        let file = std::fs::File::open(&canon).map_err(ReadError::Io)?;
+        let len = file.metadata().map_err(ReadError::Io)?.len();
+        let want = len.min(limit);
+        let mut bytes = Vec::with_capacity(usize::try_from(want).unwrap_or(0));
+        // One byte past the limit tells a file that grew since fstat.
+        file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(ReadError::Io)?;
+        let cut = bytes.len() as u64 > limit;
+        if cut {
+            bytes.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            cut_partial_char(&mut bytes);
+        }
+        let n = bytes.len() as u64;
+        let text = match String::from_utf8(bytes) {
+            Ok(t) => t,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        Ok(ReadText { text, cut_from: cut.then_some(len.max(limit + 1)), bytes: n })
     }
 
     /// The UTF-8 entry names of a resolved directory, unsorted; `None` when
@@ -161,6 +218,17 @@ impl LogicalFs {
             Loc::Virtual => Ok(Resolved { real, disk: None, kind: NodeKind::Dir }),
             Loc::Outside => Err(ResolveError::Outside { target: real, via_symlink }),
         }
+    }
+}
+
+/// Drop an incomplete UTF-8 sequence at the end of `b` (a cut in the
+/// middle of a character).
+fn cut_partial_char(b: &mut Vec<u8>) {
+    let tail = b.len().saturating_sub(4);
+    if let Some(start) = (tail..b.len()).rev().find(|&i| b[i] & 0xC0 != 0x80)
+        && std::str::from_utf8(&b[start..]).is_err_and(|e| e.error_len().is_none())
+    {
+        b.truncate(start);
     }
 }
 

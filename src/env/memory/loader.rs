@@ -7,13 +7,17 @@
 //! itself, so confinement and size limits stay in one place.
 
 use super::frontmatter::parse_frontmatter_paths;
-use super::fs::{LogicalFs, Mount, NodeKind, ResolveError};
+use super::fs::{LogicalFs, Mount, NodeKind, ReadError, ResolveError};
 use super::includes::extract_includes;
 use super::markdown::{Block, scan_blocks, strip_comments};
 use super::paths::{dirname, extname, is_within, join, js_trim, normalize};
 use super::truncate::truncate_entrypoint;
-use super::{MANAGED_DIR, MAX_INCLUDE_DEPTH, MemoryFile, MemoryKind, MemoryRoots, MemoryWarning, TEXT_EXTENSIONS};
+use super::{
+    MANAGED_DIR, MAX_INCLUDE_DEPTH, MAX_MEMORY_FILE_BYTES, MAX_MEMORY_SESSION_BYTES, MemoryFile, MemoryKind,
+    MemoryRoots, MemoryWarning, TEXT_EXTENSIONS,
+};
 use std::collections::HashSet;
+use std::path::Path;
 
 pub(super) struct Loader<'r> {
     pub(super) roots: &'r MemoryRoots,
@@ -22,6 +26,9 @@ pub(super) struct Loader<'r> {
     pub(super) home: String,
     pub(super) processed: HashSet<String>,
     pub(super) warnings: Vec<MemoryWarning>,
+    /// Bytes the load may still read ([`MAX_MEMORY_SESSION_BYTES`] at the
+    /// start).
+    pub(super) budget: u64,
 }
 
 impl<'r> Loader<'r> {
@@ -39,7 +46,15 @@ impl<'r> Loader<'r> {
                 mounts.push(Mount { logical, disk: disk.clone() });
             }
         }
-        Loader { roots, fs: LogicalFs::new(mounts), cwd, home, processed: HashSet::new(), warnings: Vec::new() }
+        Loader {
+            roots,
+            fs: LogicalFs::new(mounts),
+            cwd,
+            home,
+            processed: HashSet::new(),
+            warnings: Vec::new(),
+            budget: MAX_MEMORY_SESSION_BYTES,
+        }
     }
 
     pub(super) fn warn(&mut self, path: &str, message: String) {
@@ -72,6 +87,53 @@ impl<'r> Loader<'r> {
         }
     }
 
+    /// The text of the memory file `key` (on disk `disk`), within the caps:
+    /// at most [`MAX_MEMORY_FILE_BYTES`] of it and what is left of the
+    /// session's [`MAX_MEMORY_SESSION_BYTES`]. A cut, a refusal or an error
+    /// is a warning naming the file (and its includer); None when nothing
+    /// was read.
+    fn read(&mut self, key: &str, disk: &Path, parent: Option<&str>) -> Option<String> {
+        let from = parent.map(|p| format!(" (included from {p})")).unwrap_or_default();
+        if self.budget == 0 {
+            self.warn(
+                key,
+                format!("not loaded: the session's memory files reached the {MAX_MEMORY_SESSION_BYTES}-byte cap{from}"),
+            );
+            return None;
+        }
+        let limit = MAX_MEMORY_FILE_BYTES.min(self.budget);
+        match self.fs.read_text(disk, limit) {
+            Ok(r) => {
+                self.budget -= r.bytes.min(self.budget);
+                if let Some(len) = r.cut_from {
+                    let cap = if limit == MAX_MEMORY_FILE_BYTES {
+                        format!("the {MAX_MEMORY_FILE_BYTES}-byte cap per memory file")
+                    } else {
+                        format!("what was left of the session's {MAX_MEMORY_SESSION_BYTES}-byte cap")
+                    };
+                    self.warn(key, format!("cut: {len} bytes on disk, only the first {} read ({cap}){from}", r.bytes));
+                }
+                Some(r.text)
+            }
+            Err(ReadError::Outside(canon)) => {
+                let msg = format!(
+                    "refused: on disk {} lies outside the snapshot roots (the project, ~/.claude, {MANAGED_DIR}){from}",
+                    canon.display()
+                );
+                self.warn(key, msg);
+                None
+            }
+            Err(ReadError::NotRegular) => {
+                self.warn(key, format!("not loaded: not a regular file{from}"));
+                None
+            }
+            Err(ReadError::Io(e)) => {
+                self.warn(key, format!("not loaded: {e}{from}"));
+                None
+            }
+        }
+    }
+
     /// Claude Code's `processMemoryFile`: `path`, then its includes.
     pub(super) fn process_file(
         &mut self,
@@ -96,10 +158,7 @@ impl<'r> Loader<'r> {
             self.processed.insert(r.real.clone());
         }
         let (Some(disk), NodeKind::File) = (&r.disk, r.kind) else { return };
-        let raw = match self.fs.read_text(disk) {
-            Ok(t) => t,
-            Err(e) => return self.warn(&key, format!("not loaded: {e}")),
-        };
+        let Some(raw) = self.read(&key, disk, parent) else { return };
         let Some(parsed) = parse_memory_content(&raw, &key, kind, self.roots.keep_comments) else { return };
         if js_trim(&parsed.content).is_empty() {
             return;
@@ -184,10 +243,7 @@ impl<'r> Loader<'r> {
             Err(e) => return self.report(&path, None, e),
         };
         let (Some(disk), NodeKind::File) = (&r.disk, r.kind) else { return };
-        let raw = match self.fs.read_text(disk) {
-            Ok(t) => t,
-            Err(e) => return self.warn(&path, format!("not loaded: {e}")),
-        };
+        let Some(raw) = self.read(&path, disk, None) else { return };
         let Some(parsed) = parse_memory_content(&raw, &path, MemoryKind::AutoMemory, self.roots.keep_comments) else {
             return;
         };

@@ -128,6 +128,19 @@ pub const MEMORY_INSTRUCTION_PROMPT: &str = "Codebase and user instructions are 
 /// depth 0).
 pub const MAX_INCLUDE_DEPTH: usize = 5;
 
+/// Bytes read of one memory file at most; a longer file is cut there (at a
+/// character boundary) with a warning naming it. Claude Code itself loads a
+/// memory file whole (it only warns past 40,000 characters), and no limit is
+/// documented for it, so the cap is generous: 25 times that warning size,
+/// far beyond any real CLAUDE.md, small enough that a hostile snapshot (a
+/// 3 GB sparse file) cannot exhaust memory or time.
+pub const MAX_MEMORY_FILE_BYTES: u64 = 1 << 20;
+
+/// Bytes read of all the memory files of one load (a session) at most: 16
+/// files at [`MAX_MEMORY_FILE_BYTES`]. Files past it are not loaded, each
+/// with a warning; a file that crosses it is cut.
+pub const MAX_MEMORY_SESSION_BYTES: u64 = 16 << 20;
+
 /// The logical managed-policy directory (Linux).
 pub const MANAGED_DIR: &str = "/etc/claude-code";
 
@@ -297,7 +310,8 @@ impl MemoryRoots {
     }
 
     /// Roots of a captured environment directory: `env.json` (`cwd`, `home`),
-    /// `project/` (the cwd) and `home/.claude/`, each when present.
+    /// `project/` (the cwd) and `home/.claude/`, each when present; an error
+    /// when one of them (or `home/`) is a symlink.
     pub fn from_env_dir(env_dir: &Path) -> std::io::Result<Self> {
         let bytes = std::fs::read(env_dir.join("env.json"))?;
         let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
@@ -308,10 +322,9 @@ impl MemoryRoots {
                 .ok_or_else(|| std::io::Error::other(format!("env.json has no string `{k}`")))
         };
         let mut roots = MemoryRoots::new(&field("cwd")?, &field("home")?);
-        let project = env_dir.join("project");
-        roots.project_dir = project.is_dir().then_some(project);
-        let claude = env_dir.join("home").join(".claude");
-        roots.home_claude_dir = claude.is_dir().then_some(claude);
+        let root = |parts: &[&str]| crate::env::snapshot_root(env_dir, parts).map_err(std::io::Error::other);
+        roots.project_dir = root(&["project"])?;
+        roots.home_claude_dir = root(&["home", ".claude"])?;
         Ok(roots)
     }
 }

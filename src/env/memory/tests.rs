@@ -599,3 +599,54 @@ fn memory_as_read_keeps_comments_and_the_last_newline() {
     assert!(verbatim.ends_with("codebase):\n\n<!-- maintainers only -->\n# Project\n"), "{verbatim}");
     assert!(verbatim.contains("Be terse.\n\n\nContents of"), "{verbatim}");
 }
+
+// -- hostile snapshots (issue 14) -----------------------------------------
+
+#[test]
+fn memory_files_are_capped_per_file_and_per_session() {
+    let s = snap();
+    let big = MAX_MEMORY_FILE_BYTES + MAX_MEMORY_FILE_BYTES / 2;
+    let mut includes = String::new();
+    for i in 0..20 {
+        let f = fs::File::create(s.proj.join(format!("big{i}.md"))).unwrap();
+        f.set_len(big).unwrap();
+        includes.push_str(&format!("@big{i}.md "));
+    }
+    // A multi-byte character across the cut is dropped whole.
+    let mut text = "é".repeat(usize::try_from(MAX_MEMORY_FILE_BYTES).unwrap() / 2 + 1).into_bytes();
+    text.insert(0, b'x');
+    fs::write(s.proj.join("accents.md"), &text).unwrap();
+    write(&s.proj, "CLAUDE.md", &format!("@accents.md {includes}\n"));
+    let m = load(&s.roots);
+    let total: usize = m.files.iter().map(|f| f.content.len()).sum();
+    assert!(total as u64 <= MAX_MEMORY_SESSION_BYTES, "{total}");
+    let accents = m.files.iter().find(|f| f.path == "/work/proj/accents.md").unwrap();
+    assert_eq!(accents.content.len() as u64, MAX_MEMORY_FILE_BYTES - 1);
+    assert!(!accents.content.contains('\u{fffd}'));
+    let warned = |p: &str| m.warnings.iter().find(|w| w.path == p).map(|w| w.message.as_str()).unwrap_or("");
+    assert!(warned("/work/proj/big0.md").starts_with("cut: "), "{:?}", m.warnings);
+    assert!(warned("/work/proj/big0.md").contains("(included from /work/proj/CLAUDE.md)"));
+    assert!(warned("/work/proj/big19.md").contains("reached the 16777216-byte cap"), "{:?}", m.warnings);
+}
+
+#[test]
+fn env_dir_with_a_symlinked_root_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    write(&outside, "CLAUDE.md", "@passwd\n");
+    write(&outside, ".claude/CLAUDE.md", "@~/.claude/passwd\n");
+    write(&outside, "passwd", "root:x:0:0\n");
+    for (link, target) in [("project", outside.clone()), ("home", outside.clone()), ("home/.claude", outside.clone())] {
+        let env = tmp.path().join(format!("env-{}", link.replace('/', "-")));
+        write(&env, "env.json", "{\"cwd\": \"/work/proj\", \"home\": \"/users/me\"}");
+        fs::create_dir_all(env.join("project")).unwrap();
+        fs::create_dir_all(env.join("home")).unwrap();
+        let p = env.join(link);
+        let _ = fs::remove_dir(&p);
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        let err = MemoryRoots::from_env_dir(&env).unwrap_err().to_string();
+        assert!(err.contains("symlink") && err.contains(&p.display().to_string()), "{err}");
+        let err = crate::env::SessionEnv::from_dir(&env).unwrap_err().to_string();
+        assert!(err.contains("symlink") && err.contains(&p.display().to_string()), "{err}");
+    }
+}
