@@ -24,7 +24,7 @@
 use super::client::{Attempt, Client, chain, error_body, read_reply};
 use super::input::{Input, InputError, Request};
 use super::journal::{JournalSender, Outcome, Record, error_envelope};
-use super::retry::{Decision, Failure, decide, is_spend_cap, status_of_error_type};
+use super::retry::{Decision, Failure, decide_capped, is_spend_cap, status_of_error_type};
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::io::Write;
@@ -177,9 +177,21 @@ pub async fn submit(
                 Attempt::Transport { message, .. } => return Err(BatchError::Transport { what, message }),
                 Attempt::Status { status, headers, error } => {
                     let f = Failure::Status { status, headers: &headers, spend_cap: is_spend_cap(&error) };
-                    match decide(&f, attempt, max_attempts, super::dispatch::jitter(), SystemTime::now()) {
+                    let cap = super::retry::DEFAULT_MAX_RETRY_WAIT;
+                    match decide_capped(&f, attempt, max_attempts, cap, super::dispatch::jitter(), SystemTime::now()) {
                         Decision::Retry(wait) => tokio::time::sleep(wait).await,
                         Decision::Final => return Err(http_error(what, status, &error)),
+                        Decision::Defer(asked) => {
+                            let mut e = http_error(what, status, &error);
+                            if let BatchError::Http { message, .. } = &mut e {
+                                message.push_str(&format!(
+                                    " (the server asks to wait {} s, more than {} s: not waited for)",
+                                    asked.as_secs(),
+                                    cap.as_secs()
+                                ));
+                            }
+                            return Err(e);
+                        }
                     }
                 }
             }
@@ -315,6 +327,8 @@ pub fn result_record(line: &Value) -> Result<Record, String> {
         latency_ms: 0,
         usage,
         outcome,
+        // A batch's results are its final answers (expired and canceled too).
+        retry_later: None,
     };
     Ok(match kind {
         "succeeded" => {

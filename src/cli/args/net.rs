@@ -42,6 +42,12 @@ pub struct SendArgs {
     /// Seconds per attempt, connect to last byte.
     #[arg(long, default_value_t = 600.0, value_name = "SECS")]
     pub timeout: f64,
+    /// Longest wait before a retry (60s, 500ms, 2m; a bare number is
+    /// seconds). A server asking for more (retry-after) is not waited for:
+    /// the request is journaled as rate_limited, the run stops taking new
+    /// requests, and the next run sends the rest.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = ctxasm::send::retry::parse_duration)]
+    pub max_retry_wait: std::time::Duration,
     /// Read and validate the input, print requests, estimated input tokens
     /// and cost per model; send nothing (no key needed).
     #[arg(long)]
