@@ -9,6 +9,7 @@ use ctxasm::send::limits::Limits;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -222,4 +223,174 @@ async fn max_retry_wait_caps_the_wait() {
     assert_eq!(ctxasm::send::exit_status(&run.summary, 0), 1);
     assert_eq!(server.shutdown().await.unwrap().requests, 1);
     assert_eq!(journal(&results)[0]["retry_later"], "rate_limited");
+}
+
+/// Run the binary with every proxy variable pointing at a closed loopback
+/// port (loopback itself excepted): a request meant for the real API
+/// fails there instead of leaving the machine.
+fn ctxasm_offline(args: &[&str]) -> std::process::Output {
+    let dead = closed_port();
+    Command::new(BIN)
+        .args(args)
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("HTTPS_PROXY", &dead)
+        .env("https_proxy", &dead)
+        .env("HTTP_PROXY", &dead)
+        .env("http_proxy", &dead)
+        .env("ALL_PROXY", &dead)
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .env("no_proxy", "127.0.0.1,localhost")
+        .output()
+        .unwrap()
+}
+
+/// Item 1: `batch status|results --state` use the endpoint the state file
+/// names; an explicit `--endpoint` that differs is refused, naming both.
+#[test]
+fn batch_state_keeps_its_endpoint() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let n = 3;
+    let input = batch_file(dir.path(), n);
+    let server = rt.block_on(MockServer::start(mock_config())).unwrap();
+    let ep = format!("http://{}", server.addr());
+    let state = dir.path().join("state.jsonl");
+    let st = state.to_str().unwrap();
+    let out = ctxasm_offline(&["batch", "submit", input.to_str().unwrap(), "--state", st, "--endpoint", &ep]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let out = ctxasm_offline(&["batch", "status", "--state", st, "--wait", "--poll-ms", "50"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" ended "));
+
+    let journal_path = dir.path().join("results.jsonl");
+    let jp = journal_path.to_str().unwrap();
+    let out = ctxasm_offline(&["batch", "results", "--state", st, "-o", jp]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(journal(&journal_path).len(), n);
+    // The same endpoint given explicitly (a trailing / is the same URL).
+    let out = ctxasm_offline(&["batch", "status", "--state", st, "--endpoint", &format!("{ep}/")]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let requests_before = server.stats().requests;
+    for cmd in [vec!["batch", "status", "--state", st], vec!["batch", "results", "--state", st, "-o", jp]] {
+        let mut args = cmd.clone();
+        args.extend(["--endpoint", "https://api.anthropic.com"]);
+        let out = ctxasm_offline(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("https://api.anthropic.com") && err.contains(&ep), "names both: {err}");
+    }
+    assert_eq!(server.stats().requests, requests_before, "a refused run sends nothing");
+    rt.block_on(server.shutdown()).unwrap();
+}
+
+/// Item 4: idle connections that never finish their head hold at most
+/// `max_connections` slots and are closed after `header_timeout`; a normal
+/// request is still answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_half_headers_do_not_starve_the_mock() {
+    let bounds = ctxasm::mock::ServerLimits {
+        max_connections: 16,
+        header_timeout: Duration::from_millis(300),
+        ..ctxasm::mock::ServerLimits::default()
+    };
+    let server = MockServer::start_with(mock_config(), bounds).await.unwrap();
+    let addr = server.addr();
+    let idle: Vec<TcpStream> = tokio::task::spawn_blocking(move || {
+        (0..300)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.write_all(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\n").unwrap();
+                c
+            })
+            .collect()
+    })
+    .await
+    .unwrap();
+    let t0 = Instant::now();
+    let reply = reqwest::Client::new()
+        .post(format!("http://{addr}/v1/messages"))
+        .header("content-type", "application/json")
+        .body(r#"{"model":"claude-haiku-4-5","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}"#)
+        .timeout(Duration::from_secs(15))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reply.status().as_u16(), 200);
+    assert!(t0.elapsed() < Duration::from_secs(15));
+    // Every idle connection was closed by the server.
+    let closed = tokio::task::spawn_blocking(move || {
+        idle.into_iter()
+            .filter(|c| {
+                let mut c = c;
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut buf = [0u8; 256];
+                loop {
+                    match c.read(&mut buf) {
+                        Ok(0) => break true,
+                        Ok(_) => continue,
+                        Err(e) => {
+                            break !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut);
+                        }
+                    }
+                }
+            })
+            .count()
+    })
+    .await
+    .unwrap();
+    assert_eq!(closed, 300);
+    let stats = server.shutdown().await.unwrap();
+    assert!(stats.peak_connections <= 16, "{}", stats.peak_connections);
+}
+
+/// Item 4: a long path is answered 414 and not kept; a body that never
+/// ends is answered 408; an oversized head 431.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_paths_slow_bodies_and_big_heads_are_refused() {
+    let server = MockServer::start(mock_config()).await.unwrap();
+    let addr = server.addr();
+    let status_line = move |head: String| {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(head.as_bytes()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = c.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string()
+    };
+    let replies = tokio::task::spawn_blocking(move || {
+        let mut v = Vec::new();
+        for len in [20_000, 100_000] {
+            v.push(status_line(format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(len))));
+        }
+        v.push(status_line(format!("GET /v1/messages HTTP/1.1\r\nHost: x\r\nx-big: {}\r\n\r\n", "b".repeat(200_000))));
+        v
+    })
+    .await
+    .unwrap();
+    assert!(replies[0].starts_with("HTTP/1.1 414"), "{replies:?}");
+    assert!(replies[1].starts_with("HTTP/1.1 414"), "{replies:?}");
+    assert!(replies[2].starts_with("HTTP/1.1 431"), "{replies:?}");
+    let stats = server.shutdown().await.unwrap();
+    assert!(stats.arrivals.iter().all(|(_, p)| p.len() <= 256), "a long path was kept");
+
+    let bounds = ctxasm::mock::ServerLimits {
+        body_timeout: Duration::from_millis(300),
+        ..ctxasm::mock::ServerLimits::default()
+    };
+    let server = MockServer::start_with(mock_config(), bounds).await.unwrap();
+    let addr = server.addr();
+    let head = tokio::task::spawn_blocking(move || {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.write_all(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"model\"").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = c.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).to_string()
+    })
+    .await
+    .unwrap();
+    assert!(head.starts_with("HTTP/1.1 408"), "{head}");
+    server.shutdown().await.unwrap();
 }
