@@ -270,13 +270,16 @@ async fn admit(
     input_estimate: u64,
     stop: &mut watch::Receiver<Stop>,
 ) -> Option<(OwnedSemaphorePermit, Ticket)> {
+    // A stop wins over a slot or a go that are ready at the same time.
     let permit = tokio::select! {
-        p = sem.clone().acquire_owned() => p.ok(),
+        biased;
         _ = until(stop, Stop::Drain) => None,
+        p = sem.clone().acquire_owned() => p.ok(),
     }?;
     tokio::select! {
-        t = limiter.take(input_estimate) => Some((permit, t)),
+        biased;
         _ = until(stop, Stop::Drain) => None,
+        t = limiter.take(input_estimate) => Some((permit, t)),
     }
 }
 
@@ -349,10 +352,10 @@ async fn attempt(
             let _ = ev.send(Event::Later { why, latency_ms });
         }
         Decision::Defer(asked) => {
-            drop(permit);
             Counters::add(&sh.counters.failed);
             sh.deferred_wait_ms.fetch_max(asked.as_millis().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
-            // The wait holds for every request: take no new one.
+            // The wait holds for every request: take no new one (the stop
+            // is raised before the slot is freed, so no send takes it).
             sh.stop_tx.send_if_modified(|s| {
                 let raise = *s < Stop::Drain;
                 if raise {
@@ -360,6 +363,7 @@ async fn attempt(
                 }
                 raise
             });
+            drop(permit);
             let mut rec = rec;
             rec.retry_later = Some(RetryLater::RateLimited);
             sh.journal.send(rec);
