@@ -36,7 +36,7 @@ use std::time::Duration;
 
 pub use request::body_from_request;
 pub use script::{Reply, Rule, When, load_script};
-pub use server::MockServer;
+pub use server::{MockServer, ServerLimits};
 pub use spec::{Fault, Faults, Latency};
 
 /// How the mock server behaves.
@@ -98,8 +98,12 @@ pub struct MockStats {
     pub dropped: u64,
     /// 429s from the rate limits (not injected 429 faults).
     pub rate_limited: u64,
-    /// Arrival time (ms since server start) and path of every request, in arrival order.
+    /// Arrival time (ms since server start) and path of every request, in
+    /// arrival order (at most [`server::MAX_ARRIVALS`], paths cut to
+    /// [`server::ARRIVAL_PATH_BYTES`]; a path answered 414 is not kept).
     pub arrivals: Vec<(u64, String)>,
+    /// The most connections served at once.
+    pub peak_connections: u64,
 }
 
 /// Why the mock server could not start, load its script or finish its record.

@@ -6,6 +6,19 @@
 //! status → script rule → usage from the cache simulator), the request is
 //! recorded, the reply waits its latency and is sent (cut short by a `drop`
 //! fault).
+//!
+//! **Bounds** ([`ServerLimits`]), so that clients that misbehave cannot take
+//! the server down: at most `max_connections` connections are served at
+//! once (the next ones wait in the listen backlog, holding no descriptor of
+//! ours); a request head must arrive within `header_timeout` of the server
+//! waiting for it (else the connection is closed) and fit in
+//! `max_header_bytes` (else 431); a path longer than `max_path_bytes` is
+//! answered 414 before anything is kept of it; a body must arrive within
+//! `body_timeout` (else 408). What is kept per request is bounded too:
+//! `arrivals` holds at most [`MAX_ARRIVALS`] entries, each path cut to
+//! [`ARRIVAL_PATH_BYTES`]; the per-body counts of the fault draw hold at
+//! most [`MAX_SEEN_BODIES`] bodies (a body first seen after that draws as
+//! if never seen before).
 
 use super::batches::{self, Batches, Lookup};
 use super::clock::Clock;
@@ -33,8 +46,8 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::{JoinHandle, JoinSet};
 use tokio::time::Instant;
 
@@ -44,6 +57,41 @@ type RBody = UnsyncBoxBody<Bytes, std::io::Error>;
 const MAX_BODY: usize = 32 << 20;
 /// Largest batch create body (facts §4: 256 MB).
 const MAX_BATCH_BODY: usize = 256 << 20;
+/// `MockStats::arrivals` keeps at most this many entries (the first ones).
+pub const MAX_ARRIVALS: usize = 1_000_000;
+/// A path in `MockStats::arrivals` is cut to this many bytes.
+pub const ARRIVAL_PATH_BYTES: usize = 256;
+/// Distinct request bodies whose arrivals are counted for the fault draw.
+pub const MAX_SEEN_BODIES: usize = 1 << 20;
+
+/// Bounds on what clients can make the server hold (module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Longest wait for a request head (then the connection is closed).
+    pub header_timeout: Duration,
+    /// Longest wait for a request body once its head is read (then 408).
+    pub body_timeout: Duration,
+    /// Largest request head, start line included (then 431; a path too long
+    /// for this is a 431, not a 414).
+    pub max_header_bytes: usize,
+    /// Longest request path with its query (then 414).
+    pub max_path_bytes: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_header_bytes: 128 << 10,
+            max_path_bytes: 8 << 10,
+        }
+    }
+}
+
 /// How long shutdown waits for in-flight requests beyond `slow_ms`.
 const GRACE: Duration = Duration::from_secs(10);
 /// Pause between the part of a dropped reply and the cut, so the part is
@@ -84,19 +132,13 @@ struct State {
     batches: Batches,
     stats: Mutex<MockStats>,
     record: Option<RecordSender>,
+    bounds: ServerLimits,
+    /// Connections being served.
+    open: AtomicU64,
 }
 
-impl MockServer {
-    /// Bind `cfg.addr`, open the record, and serve in background tasks (call
-    /// inside a tokio runtime).
-    pub async fn start(cfg: MockConfig) -> Result<MockServer, MockError> {
-        let listener =
-            TcpListener::bind(cfg.addr).await.map_err(|source| MockError::Bind { addr: cfg.addr, source })?;
-        let addr = listener.local_addr().map_err(|source| MockError::Bind { addr: cfg.addr, source })?;
-        let recorder = match &cfg.record {
-            Some(path) => Some(Recorder::open(path).await?),
-            None => None,
-        };
+impl State {
+    fn new(cfg: MockConfig, addr: SocketAddr, record: Option<RecordSender>, bounds: ServerLimits) -> State {
         let clock = Clock::new();
         // Ids differ per server run (as mock_anthropic.py's os.urandom run
         // tag); they play no part in the fault draw.
@@ -108,7 +150,7 @@ impl MockServer {
             ]
             .concat(),
         );
-        let state = Arc::new(State {
+        State {
             addr,
             clock,
             ids: Ids::new(run),
@@ -125,8 +167,68 @@ impl MockServer {
             limits: Limits::new(cfg.rpm, cfg.itpm, cfg.otpm).map(Mutex::new),
             batches: Batches::new(cfg.batch_delay),
             stats: Mutex::new(MockStats::default()),
-            record: recorder.as_ref().map(Recorder::sender),
-        });
+            record,
+            bounds,
+            open: AtomicU64::new(0),
+        }
+    }
+}
+
+/// For fuzzing: serve `raw` as everything one client connection sends (an
+/// in-memory stream, then end of input) to a mock with the default
+/// configuration, kept per thread; what the server wrote back. The HTTP
+/// parsing (hyper), the routing, the body checks and the replies run as
+/// for a socket. Never panics, whatever the bytes.
+#[doc(hidden)]
+pub fn serve_raw(raw: &[u8]) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    thread_local! {
+        static RT: Option<(tokio::runtime::Runtime, Arc<State>)> = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()
+            .map(|rt| {
+                let st = State::new(MockConfig::default(), SocketAddr::from(([127, 0, 0, 1], 0)), None, ServerLimits::default());
+                (rt, Arc::new(st))
+            });
+    }
+    RT.with(|rt| {
+        let Some((rt, st)) = rt else { return Vec::new() };
+        rt.block_on(async {
+            let (mut client, server) = tokio::io::duplex(64 << 10);
+            let (_tx, stop) = watch::channel(false);
+            let serve = tokio::spawn(serve_connection(server, st.clone(), stop));
+            let (mut rd, mut wr) = tokio::io::split(&mut client);
+            let write = async {
+                let _ = wr.write_all(raw).await;
+                let _ = wr.shutdown().await;
+            };
+            let mut out = Vec::new();
+            let read = rd.read_to_end(&mut out);
+            let _ = tokio::time::timeout(Duration::from_secs(5), async { tokio::join!(write, read) }).await;
+            serve.abort();
+            out
+        })
+    })
+}
+
+impl MockServer {
+    /// Bind `cfg.addr`, open the record, and serve in background tasks (call
+    /// inside a tokio runtime), with the default [`ServerLimits`].
+    pub async fn start(cfg: MockConfig) -> Result<MockServer, MockError> {
+        Self::start_with(cfg, ServerLimits::default()).await
+    }
+
+    /// [`MockServer::start`] with these bounds.
+    pub async fn start_with(cfg: MockConfig, bounds: ServerLimits) -> Result<MockServer, MockError> {
+        let listener =
+            TcpListener::bind(cfg.addr).await.map_err(|source| MockError::Bind { addr: cfg.addr, source })?;
+        let addr = listener.local_addr().map_err(|source| MockError::Bind { addr: cfg.addr, source })?;
+        let recorder = match &cfg.record {
+            Some(path) => Some(Recorder::open(path).await?),
+            None => None,
+        };
+        let state = Arc::new(State::new(cfg, addr, recorder.as_ref().map(Recorder::sender), bounds));
         let (tx, rx) = watch::channel(false);
         let accept = tokio::spawn(accept_loop(listener, state.clone(), rx));
         Ok(MockServer { addr, state, shutdown: tx, accept, recorder })
@@ -157,12 +259,32 @@ impl MockServer {
 async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Receiver<bool>) {
     let mut conns = JoinSet::new();
     let conn_stop = stop.clone();
+    let slots = Arc::new(Semaphore::new(st.bounds.max_connections.max(1)));
     loop {
+        // A slot first: past the bound, connections wait in the backlog.
+        let slot = tokio::select! {
+            _ = stopped(&mut stop) => break,
+            s = slots.clone().acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+        };
         tokio::select! {
             _ = stopped(&mut stop) => break,
             r = listener.accept() => match r {
                 Ok((stream, _)) => {
-                    conns.spawn(serve_connection(stream, st.clone(), conn_stop.clone()));
+                    let _ = stream.set_nodelay(true);
+                    let open = st.open.fetch_add(1, Ordering::Relaxed) + 1;
+                    {
+                        let mut s = lock(&st.stats);
+                        s.peak_connections = s.peak_connections.max(open);
+                    }
+                    let (st, stop) = (st.clone(), conn_stop.clone());
+                    conns.spawn(async move {
+                        serve_connection(stream, st.clone(), stop).await;
+                        st.open.fetch_sub(1, Ordering::Relaxed);
+                        drop(slot);
+                    });
                 }
                 // Out of file descriptors and the like: wait, keep serving.
                 Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
@@ -185,19 +307,37 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>, mut stop: watch::Rec
     }
 }
 
+/// `path` cut to at most [`ARRIVAL_PATH_BYTES`] (on a char boundary).
+fn cut_path(path: &str) -> &str {
+    if path.len() <= ARRIVAL_PATH_BYTES {
+        return path;
+    }
+    let mut end = ARRIVAL_PATH_BYTES;
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    &path[..end]
+}
+
 /// Resolves once shutdown is asked for (or the server handle is gone).
 async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-async fn serve_connection(stream: TcpStream, st: Arc<State>, mut stop: watch::Receiver<bool>) {
-    let _ = stream.set_nodelay(true);
+async fn serve_connection<S>(stream: S, st: Arc<State>, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let st_bounds = st.bounds;
     let svc = hyper::service::service_fn(move |req| {
         let st = st.clone();
         async move { Ok::<_, Infallible>(handle(st, req).await) }
     });
     let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new());
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(st_bounds.header_timeout)
+        .max_header_size(st_bounds.max_header_bytes);
     let conn = builder.serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
     tokio::select! {
@@ -306,19 +446,33 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<RBody> {
     let n = st.counter.fetch_add(1, Ordering::Relaxed);
     let rid = st.ids.request(n);
     let method = req.method().clone();
+    let path_len = req.uri().path_and_query().map_or(req.uri().path().len(), |p| p.as_str().len());
+    if path_len > st.bounds.max_path_bytes {
+        // Nothing is kept of it (not even in the stats' arrivals).
+        lock(&st.stats).requests += 1;
+        let msg = format!("The request path is longer than {} bytes", st.bounds.max_path_bytes);
+        return respond(&st, Plan::error(414, &msg, &rid), &rid);
+    }
     let path = req.uri().path_and_query().map_or_else(|| req.uri().path().to_string(), |p| p.as_str().to_string());
     let route = route(&method, req.uri().path());
     {
         let mut s = lock(&st.stats);
         s.requests += 1;
         let at = st.clock.elapsed_ms();
-        s.arrivals.push((at, path.clone()));
+        if s.arrivals.len() < MAX_ARRIVALS {
+            s.arrivals.push((at, cut_path(&path).to_string()));
+        }
     }
     let (parts, body) = req.into_parts();
     let limit = if route == Route::BatchCreate { MAX_BATCH_BODY } else { MAX_BODY };
-    let raw = match LimitedBody::new(body, limit).collect().await {
-        Ok(c) => c.to_bytes(),
-        Err(e) => {
+    let collected = tokio::time::timeout(st.bounds.body_timeout, LimitedBody::new(body, limit).collect()).await;
+    let raw = match collected {
+        Ok(Ok(c)) => c.to_bytes(),
+        Err(_) => {
+            let msg = format!("The request body did not arrive within {} s", st.bounds.body_timeout.as_secs_f64());
+            return respond(&st, Plan::error(408, &msg, &rid), &rid);
+        }
+        Ok(Err(e)) => {
             let plan = if e.downcast_ref::<LengthLimitError>().is_some() {
                 Plan::error(413, &format!("Request body is larger than the limit of {limit} bytes"), &rid)
             } else {
@@ -338,9 +492,19 @@ async fn handle(st: Arc<State>, req: Request<Incoming>) -> Response<RBody> {
     let hash = xxhash_rust::xxh3::xxh3_64(&raw);
     let seen = {
         let mut m = lock(&st.seen);
-        let c = m.entry(hash).or_insert(0);
-        *c += 1;
-        *c - 1
+        let full = m.len() >= MAX_SEEN_BODIES;
+        match m.get_mut(&hash) {
+            Some(c) => {
+                *c += 1;
+                *c - 1
+            }
+            None => {
+                if !full {
+                    m.insert(hash, 1);
+                }
+                0
+            }
+        }
     };
     let draw = spec::draw(st.seed, hash, seen, &st.faults, &st.latency);
     let plan = decide(&st, &route, &parts.headers, parsed.as_ref(), &draw, n, &rid);

@@ -9,7 +9,7 @@
 use super::client::{Attempt, Client, ClientConfig};
 use super::dispatch::jitter;
 use super::input::Request;
-use super::journal::{self, Outcome, Record, Writer, error_envelope};
+use super::journal::{self, Outcome, Record, RetryLater, Writer, error_envelope};
 use super::report::Summary;
 use super::retry::{Decision, Failure, decide, is_spend_cap};
 use super::{SendError, pending};
@@ -55,6 +55,8 @@ pub async fn run(
                         latency_ms,
                         usage,
                         outcome,
+                        // No reply (status 0): sent again by the next run.
+                        retry_later: (status == 0).then_some(RetryLater::NoReply),
                     };
                     let (decision, rec, limited) = match result {
                         Attempt::Success { status, message, .. } => {
@@ -77,7 +79,7 @@ pub async fn run(
                         s.rate_limited += 1;
                     }
                     match decision {
-                        Decision::Final => break rec,
+                        Decision::Final | Decision::Defer(_) => break rec,
                         Decision::Retry(wait) => tokio::time::sleep(wait).await,
                     }
                 };

@@ -24,7 +24,7 @@
 use super::client::{Attempt, Client, chain, error_body, read_reply};
 use super::input::{Input, InputError, Request};
 use super::journal::{JournalSender, Outcome, Record, error_envelope};
-use super::retry::{Decision, Failure, decide, is_spend_cap, status_of_error_type};
+use super::retry::{Decision, Failure, decide_capped, is_spend_cap, status_of_error_type};
 use futures_util::StreamExt;
 use serde_json::Value;
 use std::io::Write;
@@ -177,9 +177,21 @@ pub async fn submit(
                 Attempt::Transport { message, .. } => return Err(BatchError::Transport { what, message }),
                 Attempt::Status { status, headers, error } => {
                     let f = Failure::Status { status, headers: &headers, spend_cap: is_spend_cap(&error) };
-                    match decide(&f, attempt, max_attempts, super::dispatch::jitter(), SystemTime::now()) {
+                    let cap = super::retry::DEFAULT_MAX_RETRY_WAIT;
+                    match decide_capped(&f, attempt, max_attempts, cap, super::dispatch::jitter(), SystemTime::now()) {
                         Decision::Retry(wait) => tokio::time::sleep(wait).await,
                         Decision::Final => return Err(http_error(what, status, &error)),
+                        Decision::Defer(asked) => {
+                            let mut e = http_error(what, status, &error);
+                            if let BatchError::Http { message, .. } = &mut e {
+                                message.push_str(&format!(
+                                    " (the server asks to wait {} s, more than {} s: not waited for)",
+                                    asked.as_secs(),
+                                    cap.as_secs()
+                                ));
+                            }
+                            return Err(e);
+                        }
                     }
                 }
             }
@@ -215,27 +227,83 @@ pub fn append_state(path: &Path, s: &Submitted, input: &str, endpoint: &str) -> 
     f.sync_data().map_err(io)
 }
 
+/// What a state file holds: its batch ids (in order, each once) and the
+/// endpoints they were submitted to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateFile {
+    pub ids: Vec<String>,
+    /// The distinct `endpoint` values, without a trailing `/`, in order.
+    pub endpoints: Vec<String>,
+    /// Lines without an `endpoint`.
+    pub unnamed: usize,
+}
+
 /// The batch ids of a state file, in order (each once).
 pub fn read_state(path: &Path) -> Result<Vec<String>, BatchError> {
+    read_state_file(path).map(|s| s.ids)
+}
+
+/// Read a state file written by `batch submit --state`.
+pub fn read_state_file(path: &Path) -> Result<StateFile, BatchError> {
     let text =
         std::fs::read_to_string(path).map_err(|e| BatchError::Io(format!("state file {}: {e}", path.display())))?;
-    let mut ids: Vec<String> = Vec::new();
+    let mut state = StateFile::default();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let id = serde_json::from_str::<Value>(line)
-            .ok()
+        let v = serde_json::from_str::<Value>(line).ok();
+        let id = v
+            .as_ref()
             .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string))
             .ok_or_else(|| BatchError::Invalid(format!("state file {}:{}: no batch id", path.display(), i + 1)))?;
-        if !ids.contains(&id) {
-            ids.push(id);
+        match v.as_ref().and_then(|v| v.get("endpoint")).and_then(Value::as_str) {
+            Some(e) => {
+                let e = e.trim().trim_end_matches('/').to_string();
+                if !state.endpoints.contains(&e) {
+                    state.endpoints.push(e);
+                }
+            }
+            None => state.unnamed += 1,
+        }
+        if !state.ids.contains(&id) {
+            state.ids.push(id);
         }
     }
-    if ids.is_empty() {
+    if state.ids.is_empty() {
         return Err(BatchError::Invalid(format!("state file {} names no batch", path.display())));
     }
-    Ok(ids)
+    Ok(state)
+}
+
+/// The endpoint to ask about the batches of a state file: the one they
+/// were submitted to (a batch id means nothing elsewhere, and the key must
+/// not go to another server). `explicit` (`--endpoint`) must name the same
+/// one; a state file naming several, or none, needs no guess either:
+/// those are errors naming what was found.
+pub fn state_endpoint(state: &StateFile, path: &Path, explicit: Option<&str>) -> Result<String, BatchError> {
+    let shown = path.display();
+    let explicit = explicit.map(|e| e.trim().trim_end_matches('/'));
+    match (state.endpoints.as_slice(), explicit) {
+        ([one], _) if state.unnamed > 0 => Err(BatchError::Invalid(format!(
+            "state file {shown}: {} batches name no endpoint and the others {one}: give each endpoint a state file of its own",
+            state.unnamed
+        ))),
+        ([one], None) => Ok(one.clone()),
+        ([one], Some(e)) if e == one => Ok(one.clone()),
+        ([one], Some(e)) => Err(BatchError::Invalid(format!(
+            "--endpoint {e} is not the endpoint the batches of state file {shown} were submitted to ({one}); \
+             drop --endpoint to use the state's"
+        ))),
+        ([], Some(e)) => Ok(e.to_string()),
+        ([], None) => Err(BatchError::Invalid(format!(
+            "state file {shown} does not say which endpoint its batches were submitted to: give --endpoint"
+        ))),
+        (many, _) => Err(BatchError::Invalid(format!(
+            "state file {shown} holds batches of several endpoints ({}): give each a state file of its own",
+            many.join(", ")
+        ))),
+    }
 }
 
 fn batch_path(id: &str) -> Result<String, BatchError> {
@@ -315,6 +383,8 @@ pub fn result_record(line: &Value) -> Result<Record, String> {
         latency_ms: 0,
         usage,
         outcome,
+        // A batch's results are its final answers (expired and canceled too).
+        retry_later: None,
     };
     Ok(match kind {
         "succeeded" => {
@@ -485,5 +555,18 @@ mod tests {
         }
         assert_eq!(read_state(&p).unwrap(), ["msgbatch_1", "msgbatch_2"]);
         assert!(batch_path("../x").is_err());
+        let st = read_state_file(&p).unwrap();
+        assert_eq!(st.endpoints, ["http://x"]);
+        assert_eq!(state_endpoint(&st, &p, None).unwrap(), "http://x");
+        assert_eq!(state_endpoint(&st, &p, Some("http://x/")).unwrap(), "http://x");
+        let err = state_endpoint(&st, &p, Some("https://api.anthropic.com")).unwrap_err().to_string();
+        assert!(err.contains("https://api.anthropic.com") && err.contains("(http://x)"), "{err}");
+        append_state(&p, &Submitted { id: "msgbatch_3".into(), requests: 1 }, "in", "http://y").unwrap();
+        let err = state_endpoint(&read_state_file(&p).unwrap(), &p, None).unwrap_err().to_string();
+        assert!(err.contains("http://x, http://y"), "{err}");
+        std::fs::write(&p, "{\"id\":\"msgbatch_9\"}\n").unwrap();
+        let st = read_state_file(&p).unwrap();
+        assert!(state_endpoint(&st, &p, None).is_err());
+        assert_eq!(state_endpoint(&st, &p, Some("http://z")).unwrap(), "http://z");
     }
 }

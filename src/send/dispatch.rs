@@ -8,18 +8,25 @@
 //! request and no retry; attempts on the wire finish and are journaled when
 //! they are final. `Abort` (second Ctrl-C) cancels those attempts too.
 //! What is not journaled is sent again by the next run.
+//!
+//! Waits are capped by `max_retry_wait` ([`super::retry::decide_capped`]):
+//! a request whose attempts got no reply is journaled as retryable
+//! (`retry_later: no_reply`); one the server asks to wait longer than the
+//! cap for is journaled as `rate_limited` — and since that wait holds for
+//! every request (a 429 pauses all sends, below), the run then drains: no
+//! new request starts, and the rest is left for the next run.
 
 use super::client::{Attempt, Client};
 use super::input::Request;
-use super::journal::{JournalSender, Outcome, Record, error_envelope};
+use super::journal::{JournalSender, Outcome, Record, RetryLater, error_envelope};
 use super::limits::{Limiter, Ticket, UsageCounts};
 use super::report::{Counters, Summary};
-use super::retry::{Decision, Failure, decide, is_spend_cap};
+use super::retry::{Decision, Failure, decide_capped, is_spend_cap};
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
@@ -53,6 +60,8 @@ pub struct Dispatch {
     pub journal: JournalSender,
     pub concurrency: usize,
     pub max_attempts: u32,
+    /// The longest wait before a retry ([`super::retry::decide_capped`]).
+    pub max_retry_wait: Duration,
     pub counters: Arc<Counters>,
 }
 
@@ -69,6 +78,11 @@ enum Event {
         ok: bool,
         latency_ms: u64,
     },
+    /// Journaled as not final (sent again by the next run).
+    Later {
+        why: RetryLater,
+        latency_ms: u64,
+    },
     /// Dropped while on the wire or waiting to be retried.
     Interrupted,
 }
@@ -79,8 +93,13 @@ struct Shared {
     limiter: Arc<Limiter>,
     journal: JournalSender,
     max_attempts: u32,
+    max_retry_wait: Duration,
     counters: Arc<Counters>,
     rate_limited: AtomicU64,
+    /// Raised to `Drain` when a wait past the cap is deferred.
+    stop_tx: Arc<watch::Sender<Stop>>,
+    /// The longest wait the server asked for past the cap, ms.
+    deferred_wait_ms: AtomicU64,
 }
 
 /// A jitter source per attempt (rand's small RNG; seeds differ per call).
@@ -106,8 +125,11 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, external: watch::Receive
         limiter: d.limiter,
         journal: d.journal,
         max_attempts: d.max_attempts.max(1),
+        max_retry_wait: d.max_retry_wait,
         counters: d.counters,
         rate_limited: AtomicU64::new(0),
+        stop_tx: stop_tx.clone(),
+        deferred_wait_ms: AtomicU64::new(0),
     });
     let sem = Arc::new(Semaphore::new(d.concurrency.max(1)));
     let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<Event>();
@@ -180,6 +202,8 @@ pub async fn run(d: Dispatch, requests: Arc<[Request]>, external: watch::Receive
     summary.attempts = Counters::get(&shared.counters.attempts);
     summary.retries = Counters::get(&shared.counters.retries);
     summary.rate_limited = shared.rate_limited.load(Ordering::Relaxed);
+    let deferred = shared.deferred_wait_ms.load(Ordering::Relaxed);
+    summary.deferred_wait = (deferred > 0).then(|| Duration::from_millis(deferred));
     summary.elapsed = start.elapsed();
     summary
 }
@@ -227,6 +251,14 @@ fn tally(
             }
             latencies.push(latency_ms);
         }
+        Event::Later { why, latency_ms } => {
+            *outstanding -= 1;
+            match why {
+                RetryLater::NoReply => summary.no_reply += 1,
+                RetryLater::RateLimited => summary.deferred += 1,
+            }
+            latencies.push(latency_ms);
+        }
     }
 }
 
@@ -238,13 +270,16 @@ async fn admit(
     input_estimate: u64,
     stop: &mut watch::Receiver<Stop>,
 ) -> Option<(OwnedSemaphorePermit, Ticket)> {
+    // A stop wins over a slot or a go that are ready at the same time.
     let permit = tokio::select! {
-        p = sem.clone().acquire_owned() => p.ok(),
+        biased;
         _ = until(stop, Stop::Drain) => None,
+        p = sem.clone().acquire_owned() => p.ok(),
     }?;
     tokio::select! {
-        t = limiter.take(input_estimate) => Some((permit, t)),
+        biased;
         _ = until(stop, Stop::Drain) => None,
+        t = limiter.take(input_estimate) => Some((permit, t)),
     }
 }
 
@@ -279,6 +314,7 @@ async fn attempt(
         latency_ms,
         usage,
         outcome,
+        retry_later: None,
     };
     let (failure_status, decision, rec) = match result {
         Attempt::Success { status, message, headers } => {
@@ -292,17 +328,47 @@ async fn attempt(
                 sh.rate_limited.fetch_add(1, Ordering::Relaxed);
             }
             let f = Failure::Status { status, headers: &headers, spend_cap: is_spend_cap(&error) };
-            let decision = decide(&f, job.attempts, sh.max_attempts, jitter(), SystemTime::now());
+            let decision =
+                decide_capped(&f, job.attempts, sh.max_attempts, sh.max_retry_wait, jitter(), SystemTime::now());
             (Some(status), decision, record(status, None, Outcome::Error(error)))
         }
         Attempt::Transport { timeout, message } => {
             let f = if timeout { Failure::Timeout } else { Failure::Connection };
-            let decision = decide(&f, job.attempts, sh.max_attempts, jitter(), SystemTime::now());
+            let decision =
+                decide_capped(&f, job.attempts, sh.max_attempts, sh.max_retry_wait, jitter(), SystemTime::now());
             let kind = if timeout { "timeout" } else { "connection_error" };
-            (Some(0), decision, record(0, None, Outcome::Error(error_envelope(kind, &message))))
+            let mut rec = record(0, None, Outcome::Error(error_envelope(kind, &message)));
+            // Not an answer of the API: the next run sends it again.
+            rec.retry_later = Some(RetryLater::NoReply);
+            (Some(0), decision, rec)
         }
     };
     match decision {
+        Decision::Final if rec.retry_later.is_some() => {
+            drop(permit);
+            Counters::add(&sh.counters.failed);
+            let why = rec.retry_later.unwrap_or(RetryLater::NoReply);
+            sh.journal.send(rec);
+            let _ = ev.send(Event::Later { why, latency_ms });
+        }
+        Decision::Defer(asked) => {
+            Counters::add(&sh.counters.failed);
+            sh.deferred_wait_ms.fetch_max(asked.as_millis().min(u128::from(u64::MAX)) as u64, Ordering::Relaxed);
+            // The wait holds for every request: take no new one (the stop
+            // is raised before the slot is freed, so no send takes it).
+            sh.stop_tx.send_if_modified(|s| {
+                let raise = *s < Stop::Drain;
+                if raise {
+                    *s = Stop::Drain;
+                }
+                raise
+            });
+            drop(permit);
+            let mut rec = rec;
+            rec.retry_later = Some(RetryLater::RateLimited);
+            sh.journal.send(rec);
+            let _ = ev.send(Event::Later { why: RetryLater::RateLimited, latency_ms });
+        }
         Decision::Final => {
             drop(permit);
             let ok = rec.is_ok();

@@ -11,6 +11,18 @@
 //! unreadable reply). `error` is the API's error envelope (facts §3.3), or
 //! one ctxasm writes in the same shape.
 //!
+//! **Final and retryable lines.** A line is *final* — its request is done
+//! and never sent again — when the API answered it (an HTTP status with a
+//! body: 200, 400, a 529 after `--max-attempts`, …). A line with
+//! `"retry_later":"no_reply"` (the attempts got no usable reply: refused or
+//! cut connection, timeout) or `"retry_later":"rate_limited"` (the server
+//! asked to wait longer than `--max-retry-wait`) records why the request did
+//! not finish in that run; the next run sends it again and appends its new
+//! line. A line written before `retry_later` existed with `status` 0 and an
+//! error of type `connection_error` or `timeout` is read as `no_reply`.
+//! So a `custom_id` has at most one final line, possibly after retryable
+//! ones: the last line of a `custom_id` is its outcome.
+//!
 //! **Crash safety.** One writer (a dedicated thread, [`spawn`]) appends
 //! whole lines, written and `fsync`ed in small groups (every
 //! [`GROUP_LINES`] lines or [`GROUP_INTERVAL`], whichever comes first). [`open`] reads an existing
@@ -46,6 +58,26 @@ pub enum Outcome {
     Error(serde_json::Value),
 }
 
+/// Why a line is not final: the request is sent again by the next run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryLater {
+    /// No usable reply (connection refused or cut, timeout, unreadable
+    /// reply): a transport failure, not an answer of the API.
+    NoReply,
+    /// The server asked for a wait longer than `--max-retry-wait`.
+    RateLimited,
+}
+
+impl RetryLater {
+    /// The value of the line's `retry_later` key.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryLater::NoReply => "no_reply",
+            RetryLater::RateLimited => "rate_limited",
+        }
+    }
+}
+
 /// One journal line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
@@ -55,6 +87,8 @@ pub struct Record {
     pub latency_ms: u64,
     pub usage: Option<serde_json::Value>,
     pub outcome: Outcome,
+    /// `Some` when the line is not final (see the module doc).
+    pub retry_later: Option<RetryLater>,
 }
 
 impl Record {
@@ -65,9 +99,13 @@ impl Record {
         crate::json::writer::write_str(&mut out, &self.custom_id);
         let _ = write!(
             out,
-            ",\"status\":{},\"attempts\":{},\"latency_ms\":{},\"usage\":",
+            ",\"status\":{},\"attempts\":{},\"latency_ms\":{},",
             self.status, self.attempts, self.latency_ms
         );
+        if let Some(r) = self.retry_later {
+            let _ = write!(out, "\"retry_later\":\"{}\",", r.as_str());
+        }
+        out.extend_from_slice(b"\"usage\":");
         match &self.usage {
             Some(u) => write_value(&mut out, u),
             None => out.extend_from_slice(b"null"),
@@ -84,6 +122,11 @@ impl Record {
 
     pub fn is_ok(&self) -> bool {
         self.status == 200 && matches!(self.outcome, Outcome::Response(_))
+    }
+
+    /// The request is done: the next run does not send it again.
+    pub fn is_final(&self) -> bool {
+        self.retry_later.is_none()
     }
 }
 
@@ -110,14 +153,17 @@ pub enum JournalError {
 /// What an existing journal holds.
 #[derive(Debug, Default, Clone)]
 pub struct Resume {
-    /// `custom_id` → status of its line.
+    /// `custom_id` → status of its final line (requests not sent again).
     pub done: HashMap<String, u16>,
+    /// `custom_id`s whose lines are all retryable (`retry_later`, or a
+    /// legacy no-reply line): sent again, with the status of the last one.
+    pub retry: HashMap<String, u16>,
     /// Complete lines read.
     pub lines: usize,
     /// Bytes of a torn last line cut off (0 when the file ended cleanly).
     pub torn_bytes: u64,
-    /// Lines whose `custom_id` was already in the file (1-based line, id):
-    /// only a file put together by hand has any; the first line counts.
+    /// Lines whose `custom_id` already had a final line (1-based line, id):
+    /// only a file put together by hand has any; the first final line counts.
     pub duplicates: Vec<(usize, String)>,
 }
 
@@ -126,6 +172,34 @@ struct Head<'a> {
     #[serde(borrow)]
     custom_id: Cow<'a, str>,
     status: u16,
+    #[serde(borrow, default)]
+    retry_later: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    error: Option<HeadError<'a>>,
+}
+
+#[derive(Deserialize)]
+struct HeadError<'a> {
+    #[serde(borrow, default)]
+    error: Option<HeadErrorInner<'a>>,
+}
+
+#[derive(Deserialize)]
+struct HeadErrorInner<'a> {
+    #[serde(borrow, rename = "type", default)]
+    kind: Option<Cow<'a, str>>,
+}
+
+impl Head<'_> {
+    /// A final line (module doc): not `retry_later`, and not a no-reply
+    /// line of status 0 written before `retry_later` existed.
+    fn is_final(&self) -> bool {
+        if self.retry_later.is_some() {
+            return false;
+        }
+        let kind = self.error.as_ref().and_then(|e| e.error.as_ref()).and_then(|e| e.kind.as_deref());
+        !(self.status == 0 && matches!(kind, Some("connection_error" | "timeout")))
+    }
 }
 
 /// Open (or create) the journal for appending: read what is done and cut a
@@ -182,17 +256,21 @@ fn scan_reader(mut r: impl io::BufRead, shown: &str) -> Result<(Resume, u64), Jo
             message: format!("not a journal line: {e}"),
         })?;
         resume.lines += 1;
+        let is_final = head.is_final();
         if resume.done.contains_key(head.custom_id.as_ref()) {
             resume.duplicates.push((no, head.custom_id.into_owned()));
-        } else {
+        } else if is_final {
+            resume.retry.remove(head.custom_id.as_ref());
             resume.done.insert(head.custom_id.into_owned(), head.status);
+        } else {
+            resume.retry.insert(head.custom_id.into_owned(), head.status);
         }
     }
     Ok((resume, keep))
 }
 
 /// The single writer: appends whole lines, syncs them in groups, refuses a
-/// `custom_id` it already holds.
+/// line for a `custom_id` that already has a final line.
 pub struct Writer {
     file: File,
     path: PathBuf,
@@ -202,7 +280,7 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// `done`: the ids already in the file (from [`open`]).
+    /// `done`: the ids with a final line in the file ([`Resume::done`]).
     pub fn new(file: File, path: &Path, done: impl IntoIterator<Item = String>) -> Writer {
         Writer {
             file,
@@ -213,11 +291,14 @@ impl Writer {
         }
     }
 
-    /// Queue a line; `Ok(false)` when its `custom_id` is already written
-    /// (refused: a line is never duplicated).
+    /// Queue a line; `Ok(false)` when its `custom_id` already has a final
+    /// line (refused: a final line is never duplicated, nor followed).
     pub fn push(&mut self, rec: &Record) -> io::Result<bool> {
-        if !self.ids.insert(rec.custom_id.clone()) {
+        if self.ids.contains(&rec.custom_id) {
             return Ok(false);
+        }
+        if rec.is_final() {
+            self.ids.insert(rec.custom_id.clone());
         }
         self.buf.extend_from_slice(&rec.to_line());
         self.pending += 1;
@@ -400,7 +481,61 @@ mod tests {
         } else {
             Outcome::Error(error_envelope("invalid_request_error", "bad"))
         };
-        Record { custom_id: id.into(), status, attempts: 1, latency_ms: 3, usage: None, outcome }
+        Record { custom_id: id.into(), status, attempts: 1, latency_ms: 3, usage: None, outcome, retry_later: None }
+    }
+
+    fn no_reply(id: &str) -> Record {
+        Record {
+            status: 0,
+            outcome: Outcome::Error(error_envelope("connection_error", "connection refused")),
+            retry_later: Some(RetryLater::NoReply),
+            ..rec(id, 0)
+        }
+    }
+
+    #[test]
+    fn no_reply_and_rate_limited_lines_are_not_final() {
+        let mut rl = rec("r", 429);
+        rl.retry_later = Some(RetryLater::RateLimited);
+        let line = String::from_utf8(rl.to_line()).unwrap();
+        assert!(line.contains(",\"latency_ms\":3,\"retry_later\":\"rate_limited\",\"usage\":null,"), "{line}");
+        let mut data = no_reply("a").to_line();
+        data.extend(rl.to_line());
+        // A line of an older ctxasm: status 0, connection_error, no retry_later.
+        data.extend_from_slice(
+            b"{\"custom_id\":\"old\",\"status\":0,\"attempts\":5,\"latency_ms\":1,\"usage\":null,\"error\":{\"type\":\"error\",\"error\":{\"type\":\"connection_error\",\"message\":\"x\"}}}\n",
+        );
+        // A batch's expired request (status 0, type expired) is final.
+        data.extend_from_slice(
+            b"{\"custom_id\":\"exp\",\"status\":0,\"attempts\":1,\"latency_ms\":0,\"usage\":null,\"error\":{\"type\":\"error\",\"error\":{\"type\":\"expired\",\"message\":\"x\"}}}\n",
+        );
+        data.extend(rec("z", 400).to_line());
+        let (resume, _) = scan(&data, "j").unwrap();
+        assert_eq!(resume.done.keys().map(String::as_str).collect::<HashSet<_>>(), HashSet::from(["exp", "z"]));
+        assert_eq!(resume.retry.get("a"), Some(&0));
+        assert_eq!(resume.retry.get("r"), Some(&429));
+        assert_eq!(resume.retry.get("old"), Some(&0));
+        // A retried request's final line after its no-reply line: done, not a duplicate.
+        let mut again = data.clone();
+        again.extend(rec("a", 200).to_line());
+        let (resume, _) = scan(&again, "j").unwrap();
+        assert_eq!(resume.done.get("a"), Some(&200));
+        assert!(!resume.retry.contains_key("a"));
+        assert!(resume.duplicates.is_empty());
+    }
+
+    #[test]
+    fn writer_takes_a_final_line_after_retryable_ones_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.jsonl");
+        let (file, _) = open(&path).unwrap();
+        let handle = spawn(Writer::new(file, &path, [])).unwrap();
+        for r in [no_reply("a"), no_reply("a"), rec("a", 200), no_reply("a"), rec("a", 200)] {
+            assert!(handle.send(r));
+        }
+        let report = handle.finish().unwrap();
+        assert_eq!(report.written, 3);
+        assert_eq!(report.refused, ["a", "a"]);
     }
 
     #[test]

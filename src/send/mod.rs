@@ -56,6 +56,22 @@ pub struct SendOptions {
     pub progress: Option<Arc<dyn report::Progress>>,
 }
 
+/// What [`send_with`] takes besides [`SendOptions`] (kept apart so that
+/// callers building `SendOptions` field by field keep compiling).
+#[derive(Debug, Clone, Copy)]
+pub struct SendPolicy {
+    /// `--max-retry-wait`: the longest wait before a retry; a server asking
+    /// for more is not waited for (the request is journaled as
+    /// `rate_limited` and the run drains, [`dispatch`]).
+    pub max_retry_wait: Duration,
+}
+
+impl Default for SendPolicy {
+    fn default() -> Self {
+        SendPolicy { max_retry_wait: retry::DEFAULT_MAX_RETRY_WAIT }
+    }
+}
+
 impl std::fmt::Debug for SendOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SendOptions")
@@ -105,14 +121,29 @@ pub fn pending(input: &Input, resume: &Resume) -> (Vec<Request>, Summary) {
                     summary.already_failed += 1;
                 }
             }
-            None => todo.push(r.clone()),
+            None => {
+                summary.resumed_retries += u64::from(resume.retry.contains_key(&r.custom_id));
+                todo.push(r.clone());
+            }
         }
     }
     (todo, summary)
 }
 
-/// Send every request of `input` not yet in the journal.
+/// Send every request of `input` without a final line in the journal
+/// ([`send_with`] and the default [`SendPolicy`]).
 pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>) -> Result<SendRun, SendError> {
+    send_with(opts, &SendPolicy::default(), input, stop).await
+}
+
+/// Send every request of `input` without a final line in the journal
+/// (requests with only retryable lines are sent again).
+pub async fn send_with(
+    opts: &SendOptions,
+    policy: &SendPolicy,
+    input: &Input,
+    stop: watch::Receiver<Stop>,
+) -> Result<SendRun, SendError> {
     let client = Client::new(&opts.client)?;
     let (file, resume) = journal::open(&opts.results)?;
     let (todo, base) = pending(input, &resume);
@@ -138,6 +169,7 @@ pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>
         journal: sender,
         concurrency: opts.concurrency,
         max_attempts: opts.max_attempts,
+        max_retry_wait: policy.max_retry_wait,
         counters,
     };
     let ran = dispatch::run(d, todo.into(), stop).await;
@@ -155,6 +187,7 @@ pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>
         requests: base.requests,
         already_done: base.already_done,
         already_failed: base.already_failed,
+        resumed_retries: base.resumed_retries,
         ..ran
     };
     Ok(SendRun { summary, resume, refused: written.refused })
@@ -162,12 +195,13 @@ pub async fn send(opts: &SendOptions, input: &Input, stop: watch::Receiver<Stop>
 
 /// The exit status of a finished `send`: 0 when every request of the input
 /// finished with 200 (in this run or an earlier one), 1 when some finished
-/// with an error status; 2 when the input had bad lines (the rest was
-/// sent); a stop by signal is the caller's (130 / 143).
+/// with an error status or are left for the next run (no reply,
+/// rate-limited past `--max-retry-wait`, interrupted); 2 when the input had
+/// bad lines (the rest was sent); a stop by signal is the caller's (130 / 143).
 pub fn exit_status(summary: &Summary, input_errors: usize) -> u8 {
     if input_errors > 0 {
         2
-    } else if summary.failed > 0 || summary.already_failed > 0 || summary.interrupted + summary.not_started > 0 {
+    } else if summary.failed > 0 || summary.already_failed > 0 || summary.left_for_next_run() > 0 {
         1
     } else {
         0

@@ -48,6 +48,16 @@ pub struct Summary {
     pub statuses: BTreeMap<u16, u64>,
     /// Replies with status 429 (any attempt).
     pub rate_limited: u64,
+    /// Finished in this run without a usable reply (journaled as
+    /// `retry_later: no_reply`, sent again by the next run).
+    pub no_reply: u64,
+    /// The server asked for a wait longer than `--max-retry-wait`
+    /// (journaled as `retry_later: rate_limited`, sent again by the next run).
+    pub deferred: u64,
+    /// The longest such wait, when there was one (the run then drained).
+    pub deferred_wait: Option<Duration>,
+    /// Of the requests to send, how many had a retryable line in the journal.
+    pub resumed_retries: u64,
     /// Latency of each finished request's final attempt, ms, sorted.
     pub latencies_ms: Vec<u64>,
     pub elapsed: Duration,
@@ -61,7 +71,13 @@ impl Summary {
 
     /// Requests finished per second in this run.
     pub fn rate(&self) -> f64 {
-        (self.ok + self.failed) as f64 / self.elapsed.as_secs_f64().max(1e-9)
+        (self.ok + self.failed + self.no_reply + self.deferred) as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Requests of this run left for the next one: journaled as retryable,
+    /// interrupted or not started.
+    pub fn left_for_next_run(&self) -> u64 {
+        self.no_reply + self.deferred + self.interrupted + self.not_started
     }
 
     /// The line printed at the end of every run.
@@ -71,8 +87,25 @@ impl Summary {
         if self.already_done > 0 {
             s.push_str(&format!(", {} already in the journal", self.already_done));
         }
+        if self.resumed_retries > 0 {
+            s.push_str(&format!(" ({} retried from the journal)", self.resumed_retries));
+        }
+        if self.no_reply + self.deferred > 0 {
+            s.push_str(&format!(
+                ", {} to retry in the next run ({} no reply, {} rate_limited)",
+                self.no_reply + self.deferred,
+                self.no_reply,
+                self.deferred
+            ));
+        }
         if self.interrupted + self.not_started > 0 {
             s.push_str(&format!(", {} interrupted, {} not started", self.interrupted, self.not_started));
+        }
+        if let Some(w) = self.deferred_wait {
+            s.push_str(&format!(
+                ", stopped early: the server asked to wait {:.0} s, more than --max-retry-wait",
+                w.as_secs_f64()
+            ));
         }
         let statuses: Vec<String> =
             self.statuses.iter().filter(|(s, _)| **s != 200).map(|(s, n)| format!("{s}×{n}")).collect();

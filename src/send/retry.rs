@@ -19,6 +19,11 @@
 //!   the base.
 //! - **How often:** `--max-attempts` attempts in all (default 5; the SDKs'
 //!   default is 3).
+//! - **How long at most:** a wait is capped by `--max-retry-wait` (default
+//!   [`DEFAULT_MAX_RETRY_WAIT`]). A backoff never exceeds 8 s; a server that
+//!   asks for more than the cap (`retry-after: 86400`) is not waited for:
+//!   [`decide_capped`] says [`Decision::Defer`] and the request is recorded
+//!   as rate-limited, sent again by the next run.
 
 use reqwest::header::HeaderMap;
 use std::time::{Duration, SystemTime};
@@ -86,11 +91,65 @@ pub fn wait(f: &Failure<'_>, retries_taken: u32, u: f64, now: SystemTime) -> Dur
     }
 }
 
+/// The default `--max-retry-wait`: 60 s, the bound the Python SDK puts on
+/// a `retry-after` it honours (facts §3.4; LiteLLM's router uses the same
+/// bound, facts §6.2).
+pub const DEFAULT_MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+
 /// The decision after a failed attempt number `attempt` (1-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Retry(Duration),
     Final,
+    /// The server asked for this wait, longer than the cap: not waited
+    /// for; the request is left for the next run ([`decide_capped`]).
+    Defer(Duration),
+}
+
+/// [`decide`], with the wait bounded by `max_wait`: a longer wait the
+/// server asked for is [`Decision::Defer`] (a backoff is at most 8 s and
+/// only cut to `max_wait`).
+pub fn decide_capped(
+    f: &Failure<'_>,
+    attempt: u32,
+    max_attempts: u32,
+    max_wait: Duration,
+    u: f64,
+    now: SystemTime,
+) -> Decision {
+    match decide(f, attempt, max_attempts, u, now) {
+        Decision::Retry(wait) if wait > max_wait => {
+            let asked = match f {
+                Failure::Status { headers, .. } => server_wait(headers, now),
+                _ => None,
+            };
+            match asked {
+                Some(asked) if asked > max_wait => Decision::Defer(asked),
+                _ => Decision::Retry(max_wait),
+            }
+        }
+        d => d,
+    }
+}
+
+/// A duration flag: a number with an optional unit `ms`, `s`, `m` or `h`
+/// (`60`, `60s`, `1.5m`, `500ms`); a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num.parse().map_err(|_| format!("{text:?} is not a duration (e.g. 60s, 500ms, 2m)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => n,
+        "ms" => n / 1000.0,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        u => return Err(format!("{text:?}: unknown unit {u:?} (ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("{text:?} is too long a duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Retry (and after how long) or stop.
@@ -236,6 +295,35 @@ mod tests {
         let h = headers(&[("retry-after", "3")]);
         assert_eq!(decide(&status(429, &h), 1, 5, 0.9, now), Decision::Retry(Duration::from_secs(3)));
         assert_eq!(decide(&Failure::Connection, 1, 1, 0.0, now), Decision::Final);
+    }
+
+    #[test]
+    fn waits_are_capped_and_long_server_waits_deferred() {
+        let now = SystemTime::UNIX_EPOCH;
+        let cap = Duration::from_secs(60);
+        let day = headers(&[("retry-after", "86400")]);
+        assert_eq!(decide_capped(&status(429, &day), 1, 5, cap, 0.0, now), Decision::Defer(Duration::from_secs(86400)));
+        let short = headers(&[("retry-after", "3")]);
+        assert_eq!(decide_capped(&status(429, &short), 1, 5, cap, 0.0, now), Decision::Retry(Duration::from_secs(3)));
+        // A backoff longer than a tiny cap is cut to it, not deferred.
+        let none = HeaderMap::new();
+        let tiny = Duration::from_millis(100);
+        assert_eq!(decide_capped(&status(529, &none), 3, 5, tiny, 0.0, now), Decision::Retry(tiny));
+        assert_eq!(decide_capped(&Failure::Connection, 3, 5, tiny, 0.0, now), Decision::Retry(tiny));
+        // The last attempt is final whatever the server asked.
+        assert_eq!(decide_capped(&status(429, &day), 5, 5, cap, 0.0, now), Decision::Final);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("60"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5m"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
+        for bad in ["", "s", "1d", "-3", "1e99", "abc"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod records;
 mod records_free;
 mod robustness;
 mod send;
+mod send_safety;
 mod shape_agents;
 mod shape_mcp;
 mod shape_sessions;

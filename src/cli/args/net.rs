@@ -42,6 +42,12 @@ pub struct SendArgs {
     /// Seconds per attempt, connect to last byte.
     #[arg(long, default_value_t = 600.0, value_name = "SECS")]
     pub timeout: f64,
+    /// Longest wait before a retry (60s, 500ms, 2m; a bare number is
+    /// seconds). A server asking for more (retry-after) is not waited for:
+    /// the request is journaled as rate_limited, the run stops taking new
+    /// requests, and the next run sends the rest.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = ctxasm::send::retry::parse_duration)]
+    pub max_retry_wait: std::time::Duration,
     /// Read and validate the input, print requests, estimated input tokens
     /// and cost per model; send nothing (no key needed).
     #[arg(long)]
@@ -105,12 +111,25 @@ pub struct BatchIds {
     pub state: Option<PathBuf>,
 }
 
+/// The API flags of `batch status|results`: with `--state`, the endpoint
+/// is the one the state file names (`--endpoint` must then match it).
+#[derive(Args)]
+pub struct BatchApiArgs {
+    /// Base URL of the API (default https://api.anthropic.com; with --state,
+    /// the state file's endpoint, which this must equal if given).
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// anthropic-beta header (a comma list).
+    #[arg(long, value_name = "LIST")]
+    pub beta: Option<String>,
+}
+
 #[derive(Args)]
 pub struct BatchStatusArgs {
     #[command(flatten)]
     pub ids: BatchIds,
     #[command(flatten)]
-    pub api: ApiArgs,
+    pub api: BatchApiArgs,
     /// Poll until every batch has ended.
     #[arg(long)]
     pub wait: bool,
@@ -124,7 +143,7 @@ pub struct BatchResultsArgs {
     #[command(flatten)]
     pub ids: BatchIds,
     #[command(flatten)]
-    pub api: ApiArgs,
+    pub api: BatchApiArgs,
     /// The journal file to write (appended to; results already in it are skipped).
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
@@ -171,4 +190,13 @@ pub struct MockServerArgs {
     /// usage.output_tokens of a reply when no rule sets it.
     #[arg(long, default_value_t = 32)]
     pub output_tokens: u32,
+    /// Connections served at once (more wait in the listen backlog).
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Longest wait for a request head before the connection is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = ctxasm::send::retry::parse_duration)]
+    pub header_timeout: std::time::Duration,
+    /// Longest wait for a request body before a 408.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = ctxasm::send::retry::parse_duration)]
+    pub body_timeout: std::time::Duration,
 }

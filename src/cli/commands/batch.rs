@@ -1,7 +1,9 @@
 //! `ctxasm batch submit|status|results`: the same requests through the
 //! Message Batches API.
 
-use crate::cli::args::{ApiArgs, BatchCommand, BatchResultsArgs, BatchStatusArgs, BatchSubmitArgs};
+use crate::cli::args::{
+    ApiArgs, BatchApiArgs, BatchCommand, BatchIds, BatchResultsArgs, BatchStatusArgs, BatchSubmitArgs,
+};
 use crate::cli::exit::{self, Outcome};
 use crate::cli::runtime::{self, Flavour};
 use crate::cli::{input, output, settings};
@@ -23,6 +25,31 @@ pub fn run(cmd: &BatchCommand) -> anyhow::Result<Outcome> {
 fn client(api: &ApiArgs) -> anyhow::Result<Client> {
     let cfg = settings::client_config(api, settings::api_key()?, Duration::from_secs(600), 4);
     Ok(Client::new(&cfg)?)
+}
+
+/// The default endpoint of `batch status|results` without `--state`.
+const DEFAULT_ENDPOINT: &str = "https://api.anthropic.com";
+
+/// The batches asked about and a client for the endpoint they belong to:
+/// with `--state`, the state file's (an explicit `--endpoint` must equal
+/// it); else `--endpoint` or the default.
+fn batches_and_client(ids: &BatchIds, api: &BatchApiArgs) -> anyhow::Result<(Vec<String>, Client)> {
+    let (ids, endpoint) = match &ids.state {
+        Some(p) if ids.id.is_none() => {
+            let state = batches::read_state_file(p)?;
+            let endpoint = batches::state_endpoint(&state, p, api.endpoint.as_deref())?;
+            (state.ids, endpoint)
+        }
+        _ => (settings::batch_ids(ids)?, api.endpoint.clone().unwrap_or_else(|| DEFAULT_ENDPOINT.to_string())),
+    };
+    let cfg = ctxasm::send::client::ClientConfig {
+        endpoint,
+        api_key: Some(settings::api_key()?),
+        beta: api.beta.clone(),
+        timeout: Duration::from_secs(600),
+        pool: 4,
+    };
+    Ok((ids, Client::new(&cfg)?))
 }
 
 fn submit(a: &BatchSubmitArgs) -> anyhow::Result<Outcome> {
@@ -53,8 +80,7 @@ fn submit(a: &BatchSubmitArgs) -> anyhow::Result<Outcome> {
 }
 
 fn status(a: &BatchStatusArgs) -> anyhow::Result<Outcome> {
-    let ids = settings::batch_ids(&a.ids)?;
-    let client = client(&a.api)?;
+    let (ids, client) = batches_and_client(&a.ids, &a.api)?;
     let rt = runtime::build(Flavour::CurrentThread)?;
     let result = rt.block_on(async {
         if a.wait {
@@ -77,8 +103,7 @@ fn status(a: &BatchStatusArgs) -> anyhow::Result<Outcome> {
 }
 
 fn results(a: &BatchResultsArgs) -> anyhow::Result<Outcome> {
-    let ids = settings::batch_ids(&a.ids)?;
-    let client = client(&a.api)?;
+    let (ids, client) = batches_and_client(&a.ids, &a.api)?;
     let rt = runtime::build(Flavour::CurrentThread)?;
     rt.block_on(download(&client, &ids, &a.output))
 }

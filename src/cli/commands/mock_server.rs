@@ -10,14 +10,23 @@ use anyhow::Context;
 use std::io::Write;
 
 pub fn run(args: MockServerArgs) -> anyhow::Result<Outcome> {
+    if args.header_timeout.is_zero() || args.body_timeout.is_zero() {
+        anyhow::bail!("mock-server: --header-timeout and --body-timeout must be more than 0");
+    }
+    let bounds = ctxasm::mock::ServerLimits {
+        max_connections: usize::try_from(args.max_connections).unwrap_or(usize::MAX),
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        ..ctxasm::mock::ServerLimits::default()
+    };
     let cfg = settings::mock_config(args)?;
     let rt = runtime::build(Flavour::MultiThread).context("mock-server")?;
-    rt.block_on(serve(cfg))
+    rt.block_on(serve(cfg, bounds))
 }
 
-async fn serve(cfg: ctxasm::mock::MockConfig) -> anyhow::Result<Outcome> {
+async fn serve(cfg: ctxasm::mock::MockConfig, bounds: ctxasm::mock::ServerLimits) -> anyhow::Result<Outcome> {
     let record = cfg.record.clone();
-    let server = ctxasm::mock::MockServer::start(cfg).await.context("mock-server")?;
+    let server = ctxasm::mock::MockServer::start_with(cfg, bounds).await.context("mock-server")?;
     {
         // The first line is how a caller learns the port (with port 0).
         let mut out = std::io::stdout().lock();

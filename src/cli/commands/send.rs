@@ -27,7 +27,8 @@ pub fn run(args: &SendArgs) -> anyhow::Result<Outcome> {
     let result = rt.block_on(async {
         let (tx, rx) = tokio::sync::watch::channel(ctxasm::send::dispatch::Stop::Run);
         signal::watch_stop(tx, stopped.clone());
-        ctxasm::send::send(&opts, &input, rx).await
+        let policy = ctxasm::send::SendPolicy { max_retry_wait: args.max_retry_wait };
+        ctxasm::send::send_with(&opts, &policy, &input, rx).await
     });
     rt.shutdown_timeout(Duration::from_millis(100));
     let run = result?;
@@ -44,10 +45,11 @@ fn print_journal(opts: &ctxasm::send::SendOptions, run: &ctxasm::send::SendRun) 
     let r = &run.resume;
     if r.lines > 0 || r.torn_bytes > 0 {
         eprintln!(
-            "ctxasm: send: journal {}: {} lines found ({} of this input){}",
+            "ctxasm: send: journal {}: {} lines found ({} of this input done, {} to retry){}",
             opts.results.display(),
             r.lines,
             run.summary.already_done,
+            run.summary.resumed_retries,
             if r.torn_bytes > 0 {
                 format!("; a torn last line of {} bytes was cut off", r.torn_bytes)
             } else {
@@ -56,7 +58,10 @@ fn print_journal(opts: &ctxasm::send::SendOptions, run: &ctxasm::send::SendRun) 
         );
     }
     for (line, id) in r.duplicates.iter().take(5) {
-        eprintln!("ctxasm: journal {}:{line}: custom_id {id:?} is already on an earlier line", opts.results.display());
+        eprintln!(
+            "ctxasm: journal {}:{line}: custom_id {id:?} already has a final line earlier",
+            opts.results.display()
+        );
     }
     if !run.refused.is_empty() {
         eprintln!("ctxasm: {} results not written: their custom_id was already in the journal", run.refused.len());
