@@ -22,8 +22,15 @@ pub fn exclude_output(disc: &mut Discovery, output: &std::path::Path) -> usize {
     };
     let targets: Vec<std::path::PathBuf> =
         [output.to_path_buf(), crate::cli::output::temporary_name(output)].iter().filter_map(|p| canon(p)).collect();
+    // A file is the output, or inside it (a dedup directory's recipes).
+    let names: Vec<&std::ffi::OsStr> = targets.iter().filter_map(|t| t.file_name()).collect();
+    let is_output = |f: &std::path::Path| {
+        let near = f.file_name().is_some_and(|n| names.contains(&n))
+            || f.ancestors().any(|a| a.file_name().is_some_and(|n| names.contains(&n)));
+        near && canon(f).is_some_and(|p| targets.iter().any(|t| p.starts_with(t)))
+    };
     let before = disc.files.len();
-    let keep: Vec<bool> = disc.files.iter().map(|f| canon(&f.path).is_none_or(|p| !targets.contains(&p))).collect();
+    let keep: Vec<bool> = disc.files.iter().map(|f| !is_output(&f.path)).collect();
     if keep.iter().all(|&k| k) {
         return 0;
     }
