@@ -58,18 +58,53 @@ pub fn temporary_name(path: &Path) -> std::path::PathBuf {
     path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }
 
-/// `-` is stdout; anything else is written to a temporary file beside it,
-/// renamed over it by [`Output::finish`].
+/// How a file target is written: a regular file (or a new one) through a
+/// temporary file renamed over it; anything else that exists (a device
+/// such as `/dev/null`, a FIFO, a terminal) in place, as it is: renaming
+/// over it would replace the device with a file. A symbolic link is
+/// followed, so the file it names is replaced, not the link.
+enum Target {
+    Atomic { tmp: std::path::PathBuf, dest: std::path::PathBuf },
+    InPlace(std::path::PathBuf),
+}
+
+fn target(path: &Path) -> std::io::Result<Target> {
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut dest = path.to_path_buf();
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        dest = match std::fs::canonicalize(path) {
+            Ok(real) => real,
+            // A dangling link: the file it names is created.
+            Err(_) => {
+                let link = std::fs::read_link(path).map_err(named)?;
+                path.parent().map_or(link.clone(), |p| p.join(link))
+            }
+        };
+    }
+    match std::fs::metadata(&dest) {
+        Ok(m) if m.is_dir() => {
+            Err(std::io::Error::new(std::io::ErrorKind::IsADirectory, format!("{}: is a directory", path.display())))
+        }
+        Ok(m) if !m.is_file() => Ok(Target::InPlace(dest)),
+        _ => Ok(Target::Atomic { tmp: temporary_name(&dest), dest }),
+    }
+}
+
+/// `-` is stdout; a regular file is written to a temporary file beside it,
+/// renamed over it by [`Output::finish`]; a device or FIFO is written as
+/// it is.
 pub fn open(path: &Path) -> std::io::Result<Output> {
     if path.as_os_str() == "-" {
         let out: Box<dyn Write> = Box::new(std::io::stdout().lock());
         return Ok(Output { inner: std::io::BufWriter::with_capacity(1 << 20, out), rename: None });
     }
-    let tmp = temporary_name(path);
-    let f =
-        std::fs::File::create(&tmp).map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-    let out: Box<dyn Write> = Box::new(f);
-    Ok(Output { inner: std::io::BufWriter::with_capacity(1 << 20, out), rename: Some((tmp, path.to_path_buf())) })
+    let named = |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let (file, rename) = match target(path)? {
+        Target::InPlace(dest) => (std::fs::OpenOptions::new().write(true).open(&dest).map_err(named)?, None),
+        Target::Atomic { tmp, dest } => (std::fs::File::create(&tmp).map_err(named)?, Some((tmp, dest))),
+    };
+    let out: Box<dyn Write> = Box::new(file);
+    Ok(Output { inner: std::io::BufWriter::with_capacity(1 << 20, out), rename })
 }
 
 /// One JSON value and a newline on stdout.
@@ -88,17 +123,27 @@ pub fn text(text: &str) -> anyhow::Result<()> {
 }
 
 /// Write `bytes` to `path` whole or not at all: a temporary file beside it,
-/// synced, then renamed over it (a reader never sees half a file).
+/// synced, then renamed over it (a reader never sees half a file). A
+/// device or FIFO is written as it is (see [`Target`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let tmp = temporary_name(path);
-    let write = || -> std::io::Result<()> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| anyhow::anyhow!("{}: {e}", parent.display()))?;
+    }
+    let (tmp, dest) = match target(path)? {
+        Target::InPlace(dest) => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(&dest)
+                .and_then(|mut f| f.write_all(bytes))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
         }
+        Target::Atomic { tmp, dest } => (tmp, dest),
+    };
+    let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, &dest)
     };
     write().map_err(|e| {
         let _ = std::fs::remove_file(&tmp);

@@ -139,3 +139,88 @@ fn outputs_are_whole_or_absent_and_never_read_back() {
     assert_eq!(code, Some(2));
     assert!(err.contains("an incomplete dedup store (no manifest.json: left by an interrupted run)"), "{err}");
 }
+
+/// Run ctxasm with `args` (which name `fifo` as the output) while this
+/// process reads the FIFO; never hangs, even when ctxasm fails before it
+/// opens the FIFO: the read end is opened without blocking and read until
+/// ctxasm has exited and no writer is left. (exit code, stderr, bytes read)
+fn through_fifo(fifo: &Path, args: &[&str]) -> (Option<i32>, String, Vec<u8>) {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const O_NONBLOCK: i32 = 0o4000; // Linux
+    let mut rx = std::fs::OpenOptions::new().read(true).custom_flags(O_NONBLOCK).open(fifo).unwrap();
+    let mut child = crate::common::bin()
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut got, mut buf) = (Vec::new(), vec![0u8; 1 << 16]);
+    let mut exited = false;
+    loop {
+        match rx.read(&mut buf) {
+            Ok(0) if exited => break,
+            Ok(0) => {}
+            Ok(n) => {
+                got.extend_from_slice(&buf[..n]);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("{e}"),
+        }
+        exited = exited || child.try_wait().unwrap().is_some();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned(), got)
+}
+
+/// An `-o` target that is not a regular file (a FIFO here, `/dev/null` in
+/// practice) is written as it is: the temporary-name-and-rename of a
+/// regular file would replace the device with a file (a test run with
+/// `-o /dev/null` once left the machine's `/dev/null` a regular file,
+/// which broke every later build). A symbolic link is followed: the file
+/// it names is replaced, the link stays.
+#[test]
+fn outputs_to_a_fifo_or_through_a_link_keep_what_the_target_is() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("pipe");
+    let ok = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(ok.success());
+    let (code, err, through) = through_fifo(&fifo, &["assemble", HELLO, "-o", fifo.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+    let plain = tmp.path().join("plain.jsonl");
+    let (code, _, err) = run(&["assemble", HELLO, "-o", plain.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let expected = std::fs::read(&plain).unwrap();
+    assert!(!expected.is_empty());
+    assert_eq!(through, expected, "the FIFO's reader got the whole output");
+    // write_atomic's path (profile extract -o) to a FIFO as well.
+    let wire = "tests/fixtures/cc-2.1.328/hello/wire.jsonl";
+    let (code, err, profile) = through_fifo(&fifo, &["profile", "extract", wire, "-o", fifo.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(profile.starts_with(b"{"), "{}", String::from_utf8_lossy(&profile[..profile.len().min(200)]));
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    // Through a link: the linked file gets the output, the link stays a link.
+    let real = tmp.path().join("real.jsonl");
+    std::fs::write(&real, b"old\n").unwrap();
+    let link = tmp.path().join("link.jsonl");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let (code, _, err) = run(&["assemble", HELLO, "-o", link.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read(&real).unwrap(), expected);
+    // A directory is refused, naming it.
+    let (code, _, err) = run(&["assemble", HELLO, "-o", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    // No temporary file is left beside any of them.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -95,6 +95,10 @@ fn auto_takes_the_sessions_own_release() {
 #[test]
 fn auto_takes_the_nearest_older_release_and_says_so() {
     let tmp = tempfile::tempdir().unwrap();
+    // Not /dev/null: a regression in how outputs are renamed into place
+    // would replace the machine's device with a file.
+    let sink = tmp.path().join("out.jsonl");
+    let sink = sink.to_str().unwrap();
     // 2.1.80 and 2.1.90 are cached, 2.1.88 is not: 2.1.80 is used.
     shelve(tmp.path(), "2.1.80");
     shelve(tmp.path(), "2.1.90");
@@ -103,10 +107,7 @@ fn auto_takes_the_nearest_older_release_and_says_so() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["approximated_profiles"], 1, "{v}");
     let dir = "tests/fixtures/cc-2.1.88/memory-files";
-    let out = run(
-        tmp.path(),
-        &["assemble", &format!("{dir}/transcripts"), "--mode", "pipeline", "--json", "-o", "/dev/null"],
-    );
+    let out = run(tmp.path(), &["assemble", &format!("{dir}/transcripts"), "--mode", "pipeline", "--json", "-o", sink]);
     let summary = summary_of(&out);
     let d = &summary["diagnostics"][0];
     assert_eq!(d["kind"], "approximated_profile", "{}", summary["diagnostics"]);
@@ -118,10 +119,14 @@ fn auto_takes_the_nearest_older_release_and_says_so() {
 #[test]
 fn nothing_older_cached_falls_back_to_the_built_in_layout_with_a_diagnostic() {
     let tmp = tempfile::tempdir().unwrap();
+    // Not /dev/null: a regression in how outputs are renamed into place
+    // would replace the machine's device with a file.
+    let sink = tmp.path().join("out.jsonl");
+    let sink = sink.to_str().unwrap();
     shelve(tmp.path(), "2.1.88");
     let out = run(
         tmp.path(),
-        &["assemble", "tests/fixtures/cc-1.0.128/hello/transcripts", "--mode", "pipeline", "--json", "-o", "/dev/null"],
+        &["assemble", "tests/fixtures/cc-1.0.128/hello/transcripts", "--mode", "pipeline", "--json", "-o", sink],
     );
     let summary = summary_of(&out);
     let kinds: Vec<&str> =
@@ -142,7 +147,7 @@ fn nothing_older_cached_falls_back_to_the_built_in_layout_with_a_diagnostic() {
             "cc-2.1.328",
             "--json",
             "-o",
-            "/dev/null",
+            sink,
         ],
     );
     let summary = summary_of(&out);
