@@ -63,11 +63,24 @@ pub fn print_discovery(disc: &Discovery) {
     }
 }
 
-/// Read a send/batch input; bad lines are printed (at most 20).
+/// Read a send/batch input; bad lines are printed (at most 20). An input
+/// without a single request is an error: every line bad (exit 2), or
+/// nothing in it at all (exit 3).
 #[cfg(feature = "net")]
 pub fn read_requests(path: &std::path::Path) -> anyhow::Result<ctxasm::send::input::Input> {
     let input = ctxasm::send::input::read_input(path)?;
     print_bad_lines(&input.errors);
+    if input.requests.is_empty() {
+        let n = input.errors.len();
+        if n == 0 {
+            return Err(crate::cli::exit::NothingFound(format!("{}: no request in it", input.shown)).into());
+        }
+        anyhow::bail!(
+            "{}: no request in it ({n} bad line{}); `ctxasm assemble` writes the lines `send` and `batch` read",
+            input.shown,
+            if n == 1 { "" } else { "s" }
+        );
+    }
     Ok(input)
 }
 

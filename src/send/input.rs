@@ -90,8 +90,35 @@ pub fn read_input(path: &Path) -> io::Result<Input> {
         Ok(parse(data, &format!("{} (expanded)", path.display())))
     } else {
         let data = map_file(path)?;
+        if looks_like_transcript(&data) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{}: a Claude Code transcript, not requests to send: `ctxasm assemble {} -o requests.jsonl` \
+                     makes them",
+                    path.display(),
+                    path.display()
+                ),
+            ));
+        }
         Ok(parse(data, &path.display().to_string()))
     }
+}
+
+/// The first non-blank line is a transcript entry (an object with a
+/// `sessionId`, `parentUuid` or transcript `type`, and no `custom_id`):
+/// the user gave `send` a session, not `assemble`'s output.
+fn looks_like_transcript(data: &[u8]) -> bool {
+    let Some(line) = data.split(|&b| b == b'\n').find(|l| !l.iter().all(|b| b.is_ascii_whitespace())) else {
+        return false;
+    };
+    let Ok(serde_json::Value::Object(o)) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return false;
+    };
+    let entry_type = o.get("type").and_then(|t| t.as_str()).is_some_and(|t| {
+        matches!(t, "user" | "assistant" | "system" | "summary" | "attachment" | "progress" | "file-history-snapshot")
+    });
+    !o.contains_key("custom_id") && (o.contains_key("sessionId") || o.contains_key("parentUuid") || entry_type)
 }
 
 fn map_file(path: &Path) -> io::Result<Bytes> {
@@ -234,6 +261,27 @@ mod tests {
         assert!(i.errors[3].to_string().starts_with("in.jsonl:6: duplicate custom_id \"a\" (first at line 1)"));
         assert!(i.errors[5].message.contains("truncated"), "{}", i.errors[5]);
         assert_eq!(i.requests[0].model, "m", "the first of two duplicates is kept");
+    }
+
+    #[test]
+    fn a_transcript_is_named_as_one_not_as_bad_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("s.jsonl");
+        std::fs::write(&t, "\n{\"type\":\"summary\",\"summary\":\"x\",\"leafUuid\":\"u\"}\n{\"type\":\"user\"}\n")
+            .unwrap();
+        let e = read_input(&t).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        let shown = t.display();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{shown}: a Claude Code transcript, not requests to send: `ctxasm assemble {shown} -o requests.jsonl` makes them"
+            )
+        );
+        // A batch file whose first line is bad is still read line by line.
+        std::fs::write(&t, "{\"custom_id\":\"a\"}\n{\"custom_id\":\"b\",\"params\":{\"model\":\"m\"}}\n").unwrap();
+        let i = read_input(&t).unwrap();
+        assert_eq!((i.requests.len(), i.errors.len()), (1, 1));
     }
 
     #[test]
