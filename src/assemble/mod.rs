@@ -86,13 +86,20 @@ impl Assembler {
 pub struct Assembled<'a> {
     pub requests: Vec<Request<'a>>,
     pub diagnostics: Vec<Diagnostic>,
-    /// `api-request` entries replayed (records mode).
+    /// `api-request` entries the session holds (replayed in records mode,
+    /// counted in pipeline mode).
     pub recorded: u64,
     pub messages_hashed: u64,
     pub hash_matches: u64,
     /// The pipeline ran for this session.
     pub by_pipeline: bool,
     pub pipeline: PipelineReport,
+    /// The Claude Code release the transcript records.
+    pub release: Option<&'a str>,
+    /// Per request: replayed from records, so every message and the
+    /// system prompt and tools were found by the SHA-256 the transcript
+    /// recorded for them (a compaction the pipeline adds is not).
+    pub proven: Vec<bool>,
 }
 
 /// Records mode: the compaction requests no record holds (2.1.3xx), built
@@ -148,6 +155,7 @@ pub fn assemble_session_as<'a>(
     identity: &RecordOptions,
 ) -> Assembled<'a> {
     let mut out = assemble_unread(bump, session, a, identity);
+    out.release = choose::session_version(session);
     // What reading found (bad lines, broken links) comes first: every
     // command that assembles reports it.
     let read: Vec<Diagnostic> = session.files().flat_map(|f| f.parsed.diagnostics.iter().cloned()).collect();
@@ -168,8 +176,13 @@ fn assemble_unread<'a>(
     };
     if !pipeline {
         let mut rec = assemble_records(bump, session, identity);
+        // A shape that does not hash to its recorded value proves nothing.
+        let shapes_hold = !rec.diagnostics.iter().any(|d| d.message.starts_with("api-request-shape "));
+        let replayed: rustc_hash::FxHashSet<(&str, u32)> =
+            rec.requests.iter().filter(|_| shapes_hold).map(|r| (r.file, r.line)).collect();
         with_compactions(bump, session, a, identity, &mut rec.requests, &mut rec.diagnostics);
         return Assembled {
+            proven: rec.requests.iter().map(|r| replayed.contains(&(r.file, r.line))).collect(),
             requests: rec.requests,
             diagnostics: rec.diagnostics,
             recorded: rec.recorded,
@@ -184,5 +197,19 @@ fn assemble_unread<'a>(
     let mut diagnostics: Vec<Diagnostic> =
         extras.warnings.iter().map(|(kind, msg)| Diagnostic::new(file.as_str(), 0, *kind, msg.as_str())).collect();
     diagnostics.append(&mut out.diagnostics);
-    Assembled { requests: out.requests, diagnostics, by_pipeline: true, pipeline: out.report, ..Default::default() }
+    // The records the pipeline did not use are still counted: the summary
+    // says how many the transcripts hold whichever way they were built.
+    let recorded = session
+        .files()
+        .flat_map(|f| f.parsed.entries.iter())
+        .filter(|e| matches!(e.kind, EntryKind::ApiRequest(_)))
+        .count() as u64;
+    Assembled {
+        requests: out.requests,
+        diagnostics,
+        recorded,
+        by_pipeline: true,
+        pipeline: out.report,
+        ..Default::default()
+    }
 }

@@ -2,49 +2,175 @@
 //! render: assemble's summary, verify's table. Returns strings or prints to
 //! stderr; decides no exit status.
 
+use ctxasm::diag::DiagKind;
 use ctxasm::verify::VerifyReport;
 use ctxasm::write::AssembleSummary;
 use std::fmt::Write as _;
 
-/// assemble's summary on stderr: the first 20 diagnostics, the totals, and
-/// the pipeline's repairs when any session went through it.
-pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool) {
-    for d in summary.diagnostics.iter().take(20) {
-        eprintln!("ctxasm: {d}");
+/// assemble's summary for stderr: the diagnostics (the first 20; the
+/// `approximated_profile` ones are counted in the table instead), what was
+/// written where, a row per Claude Code release (how its requests were
+/// obtained, how many are proven), and the pipeline's repairs.
+pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool, output: &std::path::Path) -> String {
+    let mut o = String::new();
+    let shown: Vec<_> = summary.diagnostics.iter().filter(|d| d.kind != DiagKind::ApproximatedProfile).collect();
+    for d in shown.iter().take(20) {
+        let _ = writeln!(o, "ctxasm: {d}");
     }
-    if summary.diagnostics.len() > 20 {
-        eprintln!("ctxasm: … {} more diagnostics (--json lists all)", summary.diagnostics.len() - 20);
+    if shown.len() > 20 {
+        let _ = writeln!(o, "ctxasm: … {} more (--json lists all)", count(shown.len() as u64 - 20, "diagnostic"));
     }
-    let ratio = if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
-    let by_records = summary.sessions.saturating_sub(summary.pipeline_sessions);
-    eprintln!(
-        "ctxasm: {} ({} replayed from records, {} built by the pipeline), {} written; {:.1} MB written ({:.1}% of the batch format's {:.1} MB){}; {:.2} s, {:.0} MB/s",
-        count(summary.sessions, "session"),
-        by_records,
-        summary.pipeline_sessions,
+    let to = if output.as_os_str() == "-" { "stdout".to_string() } else { output.display().to_string() };
+    let what = if dedup {
+        let ratio =
+            if summary.batch_bytes > 0 { summary.bytes_written as f64 / summary.batch_bytes as f64 } else { 0.0 };
+        format!(
+            "{} (dedup: {}, {:.1}% of the batch format's {})",
+            size(summary.bytes_written),
+            count(summary.segments, "segment"),
+            ratio * 100.0,
+            size(summary.batch_bytes)
+        )
+    } else {
+        size(summary.bytes_written)
+    };
+    let _ = writeln!(
+        o,
+        "ctxasm: {} of {} written to {to}, {what}, in {}",
         count(summary.requests_written, "request"),
-        summary.bytes_written as f64 / 1e6,
-        ratio * 100.0,
-        summary.batch_bytes as f64 / 1e6,
-        if dedup { format!(", {} segments", summary.segments) } else { String::new() },
-        secs,
-        summary.bytes_written as f64 / 1e6 / secs.max(1e-9),
+        count(summary.sessions, "session"),
+        duration(secs)
     );
+    let _ = writeln!(
+        o,
+        "  {:<12} {:>8} {:>9} {:>13} {:>7}  profile",
+        "Claude Code", "sessions", "requests", "from records", "proven"
+    );
+    let mut total = ctxasm::write::ReleaseRow::default();
+    for r in &summary.releases {
+        let profile = if r.approximated_sessions == 0 {
+            if r.from_records == r.requests { "recorded" } else { "own release" }
+        } else if r.approximated_sessions == r.sessions {
+            "approximated"
+        } else {
+            "partly approximated"
+        };
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>8} {:>9} {:>13} {:>7}  {profile}",
+            r.release.as_deref().unwrap_or("(none)"),
+            r.sessions,
+            r.requests,
+            r.from_records,
+            r.proven
+        );
+        total.sessions += r.sessions;
+        total.requests += r.requests;
+        total.from_records += r.from_records;
+        total.proven += r.proven;
+        total.approximated_sessions += r.approximated_sessions;
+    }
+    if summary.releases.len() > 1 {
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>8} {:>9} {:>13} {:>7}",
+            "total", total.sessions, total.requests, total.from_records, total.proven
+        );
+    }
+    if total.proven > 0 {
+        let _ = writeln!(
+            o,
+            "  proven: every message, the system prompt and the tools matched the SHA-256 the transcript recorded"
+        );
+    }
+    if total.approximated_sessions > 0 {
+        let releases = summary.releases.iter().filter(|r| r.approximated_sessions > 0).count() as u64;
+        let _ = writeln!(
+            o,
+            "  approximated: {} ({}) built without a profile of {} own release (`ctxasm profile capture VERSION` \
+             makes {} exact; `ctxasm profile list` shows what is cached)",
+            count(total.approximated_sessions, "session"),
+            count(releases, "release"),
+            if total.approximated_sessions == 1 { "its" } else { "their" },
+            if total.approximated_sessions == 1 { "it" } else { "them" },
+        );
+    }
     if summary.pipeline_sessions > 0 {
         let p = &summary.pipeline;
-        eprintln!(
-            "ctxasm: pipeline: {} sessions, {} turns; {} requests repaired ({} synthetic tool results, {} tool results dropped, {} user messages put first, {} media stripped); {} thinking-only and {} blank assistant messages dropped; {} attachments rendered by ctxasm",
-            summary.pipeline_sessions,
-            p.turns,
-            p.requests_repaired,
-            p.pairing.synthetic_results,
-            p.pairing.dropped_results,
-            p.leading_user_inserted,
-            p.media_stripped,
-            p.thinking_only_dropped,
-            p.empty_assistant_dropped,
-            p.approximated_attachments
-        );
+        let parts: Vec<String> = [
+            (p.pairing.synthetic_results, "synthetic tool result"),
+            (p.pairing.dropped_results, "tool result dropped"),
+            (p.leading_user_inserted, "user message put first"),
+            (p.media_stripped, "media block stripped"),
+            (p.thinking_only_dropped, "thinking-only assistant message dropped"),
+            (p.empty_assistant_dropped, "blank assistant message dropped"),
+            (p.approximated_attachments, "attachment rendered by ctxasm"),
+        ]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|&(n, what)| plural_phrase(n, what))
+        .collect();
+        if !parts.is_empty() {
+            let _ = writeln!(
+                o,
+                "  the pipeline ({}, {}): {}",
+                count(summary.pipeline_sessions, "session"),
+                count(p.turns, "turn"),
+                parts.join(", ")
+            );
+        }
+    }
+    o
+}
+
+/// `1 synthetic tool result`, `2 synthetic tool results`: the noun is the
+/// phrase's first word after a number, so `tool result dropped` becomes
+/// `tool results dropped`.
+fn plural_phrase(n: u64, phrase: &str) -> String {
+    if n == 1 {
+        return format!("1 {phrase}");
+    }
+    // The noun is the last word before a participle ("dropped", "put", …)
+    // or the last word.
+    let words: Vec<&str> = phrase.split(' ').collect();
+    let at = words
+        .iter()
+        .position(|w| matches!(*w, "dropped" | "put" | "stripped" | "rendered"))
+        .map_or(words.len() - 1, |i| i - 1);
+    let mut out = format!("{n}");
+    for (i, w) in words.iter().enumerate() {
+        out.push(' ');
+        out.push_str(w);
+        if i == at {
+            out.push('s');
+        }
+    }
+    out
+}
+
+/// A byte count for people: `812 B`, `12.3 KB`, `10.0 MB`, `1.25 GB`.
+pub fn size(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes < 1000 {
+        format!("{bytes} B")
+    } else if b < 1e6 {
+        format!("{:.1} KB", b / 1e3)
+    } else if b < 1e9 {
+        format!("{:.1} MB", b / 1e6)
+    } else {
+        format!("{:.2} GB", b / 1e9)
+    }
+}
+
+/// Seconds for people: `0.06 s`, `12.3 s`, `4 min 05 s`.
+pub fn duration(secs: f64) -> String {
+    if secs < 10.0 {
+        format!("{secs:.2} s")
+    } else if secs < 60.0 {
+        format!("{secs:.1} s")
+    } else {
+        let whole = secs.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
     }
 }
 

@@ -63,16 +63,16 @@ impl std::str::FromStr for Turns {
 /// Keep the selected requests of each chain (requests are grouped by chain,
 /// in order).
 fn select<'r, 'a>(requests: &'r [Request<'a>], turns: Turns) -> Vec<&'r Request<'a>> {
-    match turns {
-        Turns::All => requests.iter().collect(),
-        Turns::Index(n) => requests.iter().filter(|r| r.index == n).collect(),
-        Turns::Last => requests
-            .iter()
-            .enumerate()
-            .filter(|(i, r)| requests.get(i + 1).is_none_or(|next| next.agent_id != r.agent_id))
-            .map(|(_, r)| r)
-            .collect(),
-    }
+    selected(requests, turns).map(|i| &requests[i]).collect()
+}
+
+/// The indices of the requests [`select`] keeps.
+fn selected<'r>(requests: &'r [Request<'_>], turns: Turns) -> impl Iterator<Item = usize> + 'r {
+    (0..requests.len()).filter(move |&i| match turns {
+        Turns::All => true,
+        Turns::Index(n) => requests[i].index == n,
+        Turns::Last => requests.get(i + 1).is_none_or(|next| next.agent_id != requests[i].agent_id),
+    })
 }
 
 /// Options of `assemble`.
@@ -99,7 +99,60 @@ pub struct AssembleSummary {
     pub bytes_written: u64,
     /// Distinct segments (dedup only).
     pub segments: u64,
+    /// Per Claude Code release, newest first (sessions without a version
+    /// last): what was written and how it was obtained.
+    pub releases: Vec<ReleaseRow>,
     pub diagnostics: Vec<Diagnostic>,
+}
+
+/// What an `assemble` run wrote of the sessions of one Claude Code release.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct ReleaseRow {
+    /// The release the transcripts record; `None`: they record none.
+    pub release: Option<String>,
+    pub sessions: u64,
+    /// Requests written.
+    pub requests: u64,
+    /// Of those, replayed from the transcript's records.
+    pub from_records: u64,
+    /// Of those, every message and the system prompt and tools matched the
+    /// SHA-256 the transcript recorded.
+    pub proven: u64,
+    /// Sessions built without a profile of their own release (an
+    /// `approximated_profile` diagnostic each).
+    pub approximated_sessions: u64,
+}
+
+impl AssembleSummary {
+    /// Count one session's output in its release's row.
+    fn add_release(&mut self, out: &SessionOut) {
+        let i = match self.releases.iter().position(|r| r.release == out.release) {
+            Some(i) => i,
+            None => {
+                self.releases.push(ReleaseRow { release: out.release.clone(), ..ReleaseRow::default() });
+                self.releases.len() - 1
+            }
+        };
+        let row = &mut self.releases[i];
+        row.sessions += 1;
+        row.requests += out.written;
+        if out.pipeline.is_none() {
+            row.from_records += out.written;
+        }
+        row.proven += out.proven;
+        row.approximated_sessions += u64::from(out.approximated);
+    }
+
+    /// Newest release first; unparsable and absent versions last.
+    fn sort_releases(&mut self) {
+        let key = |r: &ReleaseRow| r.release.as_deref().and_then(crate::profile::Version::parse);
+        self.releases.sort_by(|a, b| match (key(a), key(b)) {
+            (Some(x), Some(y)) => y.cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.release.cmp(&b.release),
+        });
+    }
 }
 
 thread_local! {
@@ -132,6 +185,9 @@ fn replay<'a>(
     let a = assemble_session(bump, session, &opts.assembler);
     let mut so = SessionOut {
         recorded: a.recorded,
+        release: a.release.map(str::to_owned),
+        proven: selected(&a.requests, opts.turns).filter(|&i| a.proven.get(i).copied().unwrap_or(false)).count() as u64,
+        approximated: a.diagnostics.iter().any(|d| d.kind == DiagKind::ApproximatedProfile),
         diagnostics: a.diagnostics,
         pipeline: a.by_pipeline.then_some(a.pipeline),
         ..SessionOut::default()
@@ -160,6 +216,10 @@ struct SessionOut {
     segments: Vec<(u128, std::sync::Arc<[u8]>)>,
     diagnostics: Vec<Diagnostic>,
     pipeline: Option<PipelineReport>,
+    release: Option<String>,
+    /// Written requests proven by their recorded hashes.
+    proven: u64,
+    approximated: bool,
 }
 
 impl SessionOut {
@@ -189,10 +249,12 @@ fn run_chunks(
             summary.pipeline_sessions += 1;
             summary.pipeline.add(p);
         }
+        summary.add_release(&out);
         let diagnostics = std::mem::take(&mut out.diagnostics);
         summary.diagnostics.extend(diagnostics);
         sink(out)
     })?;
+    summary.sort_releases();
     summary.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
     Ok(summary)
 }
@@ -519,9 +581,14 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     if manifest["format"] != "ctxasm-dedup" {
         return Err(bad(&man_path, 0, "not a ctxasm dedup manifest (format is not \"ctxasm-dedup\")"));
     }
+    // A part missing from a store with a manifest: the store was damaged
+    // after it was written; say so of the store, naming the part.
+    let part = |name: &str, e: io::Error| {
+        let why = if e.kind() == io::ErrorKind::NotFound { "is missing".to_string() } else { e.to_string() };
+        io::Error::new(e.kind(), format!("{}: a damaged dedup store: its {name} {why}", dir.display()))
+    };
     let seg_path = dir.join("segments.bin");
-    let data =
-        std::fs::read(&seg_path).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", seg_path.display())))?;
+    let data = std::fs::read(&seg_path).map_err(|e| part("segments.bin", e))?;
     let mut segments: HashMap<u128, &[u8]> = HashMap::default();
     let mut pos = 0usize;
     while pos < data.len() {
@@ -543,8 +610,7 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         pos += 20 + len;
     }
     let rec_path = dir.join("recipes.jsonl");
-    let text = std::fs::read_to_string(&rec_path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", rec_path.display())))?;
+    let text = std::fs::read_to_string(&rec_path).map_err(|e| part("recipes.jsonl", e))?;
     let mut line_out = Vec::with_capacity(1 << 20);
     let mut n = 0u64;
     for (i, line) in text.lines().enumerate() {

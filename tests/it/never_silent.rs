@@ -101,7 +101,17 @@ fn auto_is_the_default_mode_and_says_which_path_each_session_took() {
     assert!(j["requests_written"].as_u64().unwrap() > 0);
     let (code, _, err) = run(&["assemble", HELLO, "-o", out.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(err.contains("1 session (1 replayed from records, 0 built by the pipeline), 1 request written"), "{err}");
+    let summary: Vec<&str> = err.lines().skip(1).collect();
+    assert!(err.starts_with(&format!("ctxasm: 1 request of 1 session written to {}, ", out.display())), "{err}");
+    assert_eq!(
+        summary,
+        [
+            "  Claude Code  sessions  requests  from records  proven  profile",
+            "  2.1.328             1         1             1       1  recorded",
+            "  proven: every message, the system prompt and the tools matched the SHA-256 the transcript recorded",
+        ],
+        "{err}"
+    );
 }
 
 #[test]
@@ -123,7 +133,7 @@ fn outputs_are_whole_or_absent_and_never_read_back() {
     for round in 0..2 {
         let (code, _, err) = run(&["assemble", dir.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         assert_eq!(code, Some(0), "{round}: {err}");
-        assert!(err.contains("1 session ("), "{round}: {err}");
+        assert!(err.contains(" of 1 session written to "), "{round}: {err}");
         assert_eq!(err.contains("1 file not read: the output of this run"), round == 1, "{round}: {err}");
     }
     // expand of a store without its manifest: an error, no output.

@@ -47,7 +47,8 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
         for n in &notes {
             eprintln!("ctxasm: {n}");
         }
-        render::assemble_summary(&summary, start.elapsed().as_secs_f64(), args.format == Format::Dedup);
+        let secs = start.elapsed().as_secs_f64();
+        eprint!("{}", render::assemble_summary(&summary, secs, args.format == Format::Dedup, &args.output));
     }
     if input::failed(&disc) {
         return Ok(Outcome::Fatal);
