@@ -48,6 +48,12 @@ pub enum Command {
     /// faults, latency, scripted replies, Message Batches, a request record).
     #[cfg(feature = "net")]
     MockServer(MockServerArgs),
+    /// Print a shell completion script (e.g. `ctxasm completions bash >
+    /// ~/.local/share/bash-completion/completions/ctxasm`).
+    Completions(CompletionsArgs),
+    /// Write the manual pages: `ctxasm.1` on stdout, or one page per
+    /// command into DIR.
+    Man(ManArgs),
     /// Speed baseline for scripts/bench-compare: parse every line with
     /// simd-json's owned DOM and nothing else.
     #[command(hide = true)]
@@ -62,6 +68,19 @@ pub enum Command {
     #[cfg(feature = "net")]
     #[command(hide = true)]
     MockMcp(MockMcpArgs),
+}
+
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args)]
+pub struct ManArgs {
+    /// Write `ctxasm.1` and a page per command (`ctxasm-assemble.1`, …)
+    /// here instead of `ctxasm.1` on stdout.
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Args)]

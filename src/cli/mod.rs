@@ -33,6 +33,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Profile(ProfileCommand::Capture(args)) => commands::profile_capture::run(&args),
         Command::Profile(ProfileCommand::List(args)) => commands::profile::list(&args),
         Command::Cost(args) => commands::cost::run(&args),
+        Command::Completions(args) => commands::docs::completions(&args),
+        Command::Man(args) => commands::docs::man(&args),
         Command::BenchBaseline(args) => commands::bench_baseline::run(&args),
         #[cfg(feature = "net")]
         Command::Send(args) => commands::send::run(&args),

@@ -5,6 +5,7 @@
 pub mod assemble;
 pub mod bench_baseline;
 pub mod cost;
+pub mod docs;
 pub mod expand;
 pub mod profile;
 pub mod stats;
