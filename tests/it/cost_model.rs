@@ -188,12 +188,10 @@ fn real_fixtures_modeled_against_recorded() {
 
 /// The targets on the whole public corpus (1.0.24–2.1.198).
 #[test]
+#[ignore = "needs ../shared/corpora/public beside the checkout (CI has it)"]
 fn public_corpus_meets_the_accuracy_targets() {
     let public = Path::new("../shared/corpora/public");
-    if !public.is_dir() {
-        eprintln!("SKIPPED: ../shared/corpora/public is not here; the public-corpus accuracy check did not run");
-        return;
-    }
+    assert!(public.is_dir(), "../shared/corpora/public is not here");
     let rep = model(&[public.to_path_buf()], &ModelOptions::default());
     let a = &rep.accuracy;
     eprintln!(

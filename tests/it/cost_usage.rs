@@ -370,29 +370,6 @@ fn report_does_not_depend_on_thread_count_and_keys_are_stable() {
     }
 }
 
-/// For scripts/compare-ccusage: with `CTXASM_DUMP=out.json` (and
-/// `CTXASM_DUMP_CORPUS=dir[:dir…]`, default the public corpus;
-/// `CTXASM_DUMP_RUNS=N` repeats the report and adds `wall_seconds`), write
-/// the report of the corpus. Does nothing otherwise.
-#[test]
-fn dump_report() {
-    let Some(out) = std::env::var_os("CTXASM_DUMP") else { return };
-    let corpus = std::env::var("CTXASM_DUMP_CORPUS").unwrap_or_else(|_| "../shared/corpora/public".to_string());
-    let paths: Vec<PathBuf> = corpus.split(':').map(PathBuf::from).collect();
-    let runs: usize = std::env::var("CTXASM_DUMP_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
-    let pricing = Pricing::builtin();
-    let mut walls = Vec::new();
-    let mut rep = RecordedReport::default();
-    for _ in 0..runs.max(1) {
-        let start = std::time::Instant::now();
-        rep = recorded_report(&discover(&paths), &RunOptions::default(), &pricing);
-        walls.push(start.elapsed().as_secs_f64());
-    }
-    let mut v = serde_json::to_value(&rep).unwrap();
-    v["wall_seconds"] = serde_json::json!(walls);
-    std::fs::write(out, serde_json::to_string(&v).unwrap()).unwrap();
-}
-
 /// `ctxasm cost --recorded-only --json` prints the library's totals; an
 /// unreadable `--pricing` file is an error naming it; without
 /// `--recorded-only` the recorded totals are the same.
