@@ -12,6 +12,12 @@
 //!   delta that rounds to zero shown as `+0…` — [`plain_pct`],
 //!   [`plain_signed_usd`], [`plain_signed_pct`].
 //!
+//! And the JSON: money is written rounded to a millionth of a dollar
+//! ([`round_usd`], the `serde(serialize_with)` helpers in [`json`]),
+//! percentages to 1e-4 percentage points and ratios to 1e-6, so `--json`
+//! says `1.438719`, not `1.4387194500000002`; the values in memory are not
+//! rounded.
+//!
 //! Pure functions of their arguments: no I/O, no locale.
 
 /// `1234567` → `1,234,567`.
@@ -106,6 +112,72 @@ pub fn plain_signed_pct(x: f64) -> String {
     if x.abs() < 0.05 { "+0.0%".to_string() } else { format!("{x:+.1}%") }
 }
 
+/// `n noun` with an `s` unless `n` is 1 (`1 request`, `2 requests`).
+pub fn count(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// `x` rounded to `1 / per` (`-0` as `0`; not finite as is).
+fn round_to(x: f64, per: f64) -> f64 {
+    if !x.is_finite() {
+        return x;
+    }
+    let r = (x * per).round() / per;
+    if r == 0.0 { 0.0 } else { r }
+}
+
+/// USD rounded to a millionth of a dollar, as `--json` writes money.
+pub fn round_usd(x: f64) -> f64 {
+    round_to(x, 1e6)
+}
+
+/// A percentage rounded to 1e-4 percentage points, as `--json` writes it.
+pub fn round_pct(x: f64) -> f64 {
+    round_to(x, 1e4)
+}
+
+/// `serde(serialize_with)` helpers: money and percentages as `--json`
+/// writes them (a value that is not finite stays `null`, serde_json's rule).
+pub mod json {
+    use serde::Serializer;
+
+    /// [`super::round_usd`].
+    pub fn usd<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_usd(*x))
+    }
+
+    /// [`super::round_usd`], `null` for none.
+    pub fn opt_usd<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => s.serialize_some(&super::round_usd(*x)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// [`super::round_pct`].
+    pub fn pct<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_pct(*x))
+    }
+
+    /// A ratio (or bytes per token) to 1e-6.
+    pub fn ratio<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_to(*x, 1e6))
+    }
+
+    /// [`ratio`], `null` for none.
+    pub fn opt_ratio<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => s.serialize_some(&super::round_to(*x, 1e6)),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// A map of [`ratio`]s.
+    pub fn ratio_map<S: Serializer>(m: &std::collections::BTreeMap<&str, f64>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (k, super::round_to(*v, 1e6))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +203,35 @@ mod tests {
         assert_eq!(plain_signed_pct(-0.01), "+0.0%");
         assert_eq!(plain_signed_pct(9.62), "+9.6%");
         assert_eq!(plain_signed_pct(-12.94), "-12.9%");
+    }
+
+    #[test]
+    fn json_money_is_rounded_to_a_millionth() {
+        assert_eq!(round_usd(1.438_719_450_000_000_2), 1.438719);
+        assert_eq!(round_usd(9.087_704_050_000_005).to_string(), "9.087704");
+        assert_eq!(round_usd(0.000_000_4), 0.0);
+        assert!(round_usd(-0.000_000_4).is_sign_positive(), "no -0");
+        assert_eq!(round_pct(-10.551_234_567), -10.5512);
+        assert!(round_usd(f64::NAN).is_nan());
+        #[derive(serde::Serialize)]
+        struct M {
+            #[serde(serialize_with = "json::usd")]
+            a: f64,
+            #[serde(serialize_with = "json::opt_usd")]
+            b: Option<f64>,
+            #[serde(serialize_with = "json::opt_usd")]
+            c: Option<f64>,
+            #[serde(serialize_with = "json::pct")]
+            d: f64,
+        }
+        let m = M { a: 1.438_719_450_000_000_2, b: Some(0.1 + 0.2), c: None, d: 100.0 / 3.0 };
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"a":1.438719,"b":0.3,"c":null,"d":33.3333}"#);
+    }
+
+    #[test]
+    fn counts_are_singular_for_one() {
+        assert_eq!(count(0, "request"), "0 requests");
+        assert_eq!(count(1, "request"), "1 request");
+        assert_eq!(count(2, "sample"), "2 samples");
     }
 }

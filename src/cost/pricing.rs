@@ -52,6 +52,9 @@ use std::path::Path;
 /// The built-in table.
 const BUILTIN_JSON: &str = include_str!("pricing.json");
 
+/// [`Pricing::table`] of the built-in table.
+pub const BUILTIN_TABLE: &str = "the built-in price table";
+
 /// Prices of one tier, USD per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Rates {
@@ -192,9 +195,25 @@ pub struct Pricing {
     /// the built-in table's ([`builtin_min_cacheable`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_cacheable: Option<MinCacheable>,
+    /// Which table this is, as messages name it: `the built-in price
+    /// table`, `the price table FILE` (not part of the format).
+    #[serde(skip)]
+    pub table: String,
     /// Normalized id or alias → index in `models`.
     #[serde(skip)]
     index: FxHashMap<String, usize>,
+}
+
+/// A model asked for by name (`--what-if model=NAME`) that the price table
+/// has no row for: an error, never a price of 0.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no price for model {model:?} in {table}{hint}")]
+pub struct UnknownModel {
+    pub model: String,
+    /// The table looked in ([`Pricing::table`]).
+    pub table: String,
+    /// `; did you mean …?`, or the table's models when none is close.
+    pub hint: String,
 }
 
 /// Minimum cacheable prompt length by model-id prefix, first-party API
@@ -241,15 +260,23 @@ impl Pricing {
     pub fn builtin() -> Pricing {
         // The file is checked by the tests; should it ever fail to parse, an
         // empty table prices nothing (every request is reported unpriced).
-        Self::parse(BUILTIN_JSON, "<built-in pricing.json>").unwrap_or_else(|e| Pricing {
-            source: String::new(),
-            date: String::new(),
-            unit: String::new(),
-            notes: vec![e.to_string()],
-            models: Vec::new(),
-            min_cacheable: None,
-            index: FxHashMap::default(),
-        })
+        Self::parse(BUILTIN_JSON, "<built-in pricing.json>")
+            .unwrap_or_else(|e| Pricing {
+                source: String::new(),
+                date: String::new(),
+                unit: String::new(),
+                notes: vec![e.to_string()],
+                models: Vec::new(),
+                min_cacheable: None,
+                table: String::new(),
+                index: FxHashMap::default(),
+            })
+            .with_table(BUILTIN_TABLE)
+    }
+
+    fn with_table(mut self, table: &str) -> Pricing {
+        self.table = table.to_string();
+        self
     }
 
     /// Read a table from `path` (same format as the built-in one; it replaces
@@ -257,10 +284,11 @@ impl Pricing {
     pub fn load(path: &Path) -> Result<Pricing, PricingError> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| PricingError::Io { path: shown.clone(), source })?;
-        Self::parse(&text, &shown)
+        Ok(Self::parse(&text, &shown)?.with_table(&format!("the price table {shown}")))
     }
 
-    /// Parse a table from JSON text; `shown` names it in errors.
+    /// Parse a table from JSON text; `shown` names it in errors (and is its
+    /// [`Pricing::table`]).
     pub fn parse(text: &str, shown: &str) -> Result<Pricing, PricingError> {
         let mut p: Pricing = serde_json::from_str(text)
             .map_err(|e| PricingError::Parse { path: shown.to_string(), message: e.to_string() })?;
@@ -298,12 +326,54 @@ impl Pricing {
             }
         }
         p.index = index;
+        p.table = shown.to_string();
         Ok(p)
     }
 
     /// The row for `model` (any spelling [`normalize_model_id`] accepts).
     pub fn price(&self, model: &str) -> Option<&ModelPrice> {
         self.index.get(&normalize_model_id(model)).and_then(|&i| self.models.get(i))
+    }
+
+    /// The row for a model the user named: an [`UnknownModel`] error that
+    /// names this table and suggests close ids when there is none.
+    pub fn lookup(&self, model: &str) -> Result<&ModelPrice, UnknownModel> {
+        self.price(model).ok_or_else(|| UnknownModel {
+            model: model.to_string(),
+            table: if self.date.is_empty() { self.table.clone() } else { format!("{} ({})", self.table, self.date) },
+            hint: self.hint(model),
+        })
+    }
+
+    /// `; did you mean A or B?` with the closest ids (and aliases) when they
+    /// are within a few edits of the normalized `model` (at most five),
+    /// else `; it has` and every id.
+    fn hint(&self, model: &str) -> String {
+        let want = normalize_model_id(model);
+        let mut close: Vec<(usize, &str)> = self
+            .index
+            .keys()
+            .map(|k| (edit_distance(&want, k), k.as_str()))
+            .filter(|&(d, _)| d <= (want.chars().count() / 6).max(2))
+            .collect();
+        close.sort_unstable();
+        // The closest only, at most five.
+        let best = close.first().map_or(0, |c| c.0);
+        close.retain(|c| c.0 == best);
+        close.truncate(5);
+        if let Some((&(_, last), rest)) = close.split_last() {
+            let names: Vec<&str> = rest.iter().map(|&(_, k)| k).collect();
+            return if names.is_empty() {
+                format!("; did you mean {last}?")
+            } else {
+                format!("; did you mean {} or {last}?", names.join(", "))
+            };
+        }
+        if self.models.is_empty() {
+            return "; it has no models".to_string();
+        }
+        let ids: Vec<&str> = self.models.iter().map(|m| m.id.as_str()).collect();
+        format!("; it has {} ({})", ids.join(", "), super::format::count(ids.len() as u64, "model"))
     }
 
     /// USD for one request of `model` with these tokens; `None` when the
@@ -377,6 +447,21 @@ pub fn normalize_model_id(model: &str) -> String {
         s.insert_str(0, "claude-");
     }
     s
+}
+
+/// Levenshtein distance over chars (ids are short: two rows suffice).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
 }
 
 /// Drop Bedrock's `-v<N>` or `-v<N>:<M>` suffix.
@@ -545,6 +630,22 @@ mod tests {
         std::fs::write(&good, format!(r#"{{"models":[{}]}}"#, row("my-model"))).unwrap();
         let p = Pricing::load(&good).unwrap();
         assert_eq!(p.cost("claude-my-model-20260101", &tokens(1_000_000, 0, 0, 0, 0)), Some(1.0));
+        // A model asked for by name is looked up in this table, which the
+        // error names.
+        assert_eq!(p.table, format!("the price table {}", good.display()));
+        assert_eq!(p.lookup("my-model-20260101").map(|m| m.id.as_str()), Ok("my-model"));
+        assert_eq!(
+            p.lookup("claude-opus-4-8").unwrap_err().to_string(),
+            format!(
+                "no price for model \"claude-opus-4-8\" in the price table {}; it has my-model (1 model)",
+                good.display()
+            )
+        );
+        let empty = Pricing::parse(r#"{"models":[],"date":"2026-01-01"}"#, "e.json").unwrap();
+        assert_eq!(
+            empty.lookup("x").unwrap_err().to_string(),
+            "no price for model \"x\" in e.json (2026-01-01); it has no models"
+        );
     }
 
     #[test]
@@ -563,6 +664,6 @@ mod tests {
     fn builtin_round_trips_through_serde() {
         let p = Pricing::builtin();
         let text = serde_json::to_string(&p).unwrap();
-        assert_eq!(Pricing::parse(&text, "x").unwrap(), p);
+        assert_eq!(Pricing::parse(&text, BUILTIN_TABLE).unwrap(), p);
     }
 }

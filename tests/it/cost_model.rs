@@ -169,7 +169,7 @@ fn real_fixtures_modeled_against_recorded() {
         "fixtures: cost {:+.2}%, read error median {:.4} p90 {:.4}, write error median {:.4}",
         a.cost_error_pct, a.cache_read.median_relative, a.cache_read.p90_relative, a.cache_write.median_relative
     );
-    assert!(a.median_read_error_within_5pct, "{a:?}");
+    assert!(a.cache_read.relative_over > 0 && a.cache_read.median_relative <= 0.05, "{a:?}");
     assert!(a.cache_read.p90_relative < 0.10, "{a:?}");
     // 72 requests: one 2.0.42 request whose real cache missed after a
     // 4-minute gap (the model reads) is most of the +4.5%.
@@ -204,8 +204,8 @@ fn public_corpus_meets_the_accuracy_targets() {
         a.cache_read.p90_relative
     );
     assert_eq!(a.requests_compared, 1197);
-    assert!(a.cost_within_2pct, "{a:?}");
-    assert!(a.median_read_error_within_5pct, "{a:?}");
+    assert!(a.cost_error_pct.abs() <= 2.0, "{a:?}");
+    assert!(a.cache_read.median_relative <= 0.05, "{a:?}");
     assert!(a.cache_read.p90_relative < 0.05, "{a:?}");
     // Without the recorded warm start, the first requests of sessions that
     // found the tools + system prefix warm are modeled as writes.

@@ -3,6 +3,7 @@
 
 mod cli;
 mod common;
+mod cost_honest;
 mod cost_html;
 mod cost_model;
 mod cost_sim;

@@ -5,6 +5,7 @@ use crate::cli::args::CostArgs;
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, progress};
+use ctxasm::cost::modeled::WhatIf;
 use ctxasm::cost::pricing::Pricing;
 
 pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
@@ -12,9 +13,15 @@ pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
     if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
         anyhow::bail!("cost: --html and --what-if need the modeled cost (drop --recorded-only)");
     }
+    // Before any transcript is read: a what-if the table cannot price.
+    let what_ifs = settings::what_ifs(&args.what_if)?;
+    for w in &what_ifs {
+        w.check(&pricing).map_err(|e| anyhow::anyhow!("--what-if {w}: {e}"))?;
+    }
     let input = Input::resolve(&args.input)?;
     let failed = input::failed(&input.disc);
-    let outcome = if args.recorded_only { recorded(args, &input, &pricing)? } else { modeled(args, input, &pricing)? };
+    let outcome =
+        if args.recorded_only { recorded(args, &input, &pricing)? } else { modeled(args, input, &pricing, what_ifs)? };
     Ok(outcome.unless_failed(failed))
 }
 
@@ -52,8 +59,7 @@ fn strict_outcome(strict: bool, diagnostics: &[ctxasm::diag::Diagnostic]) -> Out
     Outcome::Clean
 }
 
-fn modeled(args: &CostArgs, input: Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
-    let what_ifs = settings::what_ifs(&args.what_if)?;
+fn modeled(args: &CostArgs, input: Input, pricing: &Pricing, what_ifs: Vec<WhatIf>) -> anyhow::Result<Outcome> {
     let (prep, chooser, notes) = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default(), false)?;
     // On stderr: the JSON is on stdout.
     for n in &notes {

@@ -9,6 +9,8 @@ use super::text::E;
 use super::{finite, ratio, totals_hit};
 use crate::cost::format::{fixed, int, opt_pct, pct, signed_pct, signed_usd, usd};
 use crate::cost::modeled::CostReport;
+use crate::cost::usage::Unpriced;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 pub(super) const CSS: &str = "\
@@ -27,7 +29,6 @@ td.t,th.t{text-align:left}
 thead th{background:var(--alt);font-weight:600}
 tbody tr:nth-child(even){background:var(--alt)}
 .grid{display:flex;flex-wrap:wrap;gap:0 32px}
-.ok{color:#2e7d32;font-weight:600}.miss{color:#c62828;font-weight:600}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}\ntd.mono,td.nw{white-space:nowrap}\n.scroll{overflow-x:auto}
 figure{margin:8px 0 16px}figcaption{color:var(--mute);font-size:13px}
 svg{max-width:100%;height:auto;font-family:inherit}
@@ -66,15 +67,6 @@ pub(super) fn row(o: &mut String, cells: &[&str]) {
     o.push_str("</tr>\n");
 }
 
-pub(super) fn met(o: &mut String, label: &str, applies: bool, ok: bool) {
-    let (class, text) = match (applies, ok) {
-        (false, _) => ("", "n/a (no recorded usage)"),
-        (true, true) => ("ok", "met"),
-        (true, false) => ("miss", "missed"),
-    };
-    w!(o, "<tr><th>{}</th><td class=\"{class}\">{text}</td></tr>\n", E(label));
-}
-
 pub(super) fn summary(o: &mut String, r: &CostReport) {
     section(o, "summary", "Summary");
     let (rec, m) = (&r.recorded, &r.modeled);
@@ -107,7 +99,13 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     );
     row(o, &["Cache hit ratio", &opt_pct(totals_hit(rec)), &opt_pct(totals_hit(m)), ""]);
     row(o, &["Cost (USD)", &usd(rec.cost_usd), &usd(m.cost_usd), &signed_usd(m.cost_usd - rec.cost_usd)]);
+    let unpriced = |l: &[Unpriced]| l.iter().map(|u| u.requests).sum::<u64>();
+    let (ur, um) = (unpriced(&r.recorded_unpriced), unpriced(&r.modeled_unpriced));
+    if ur + um > 0 {
+        row(o, &["Unpriced requests (not in the cost)", &int(ur), &int(um), ""]);
+    }
     o.push_str("</tbody>\n</table>\n");
+    unpriced_models(o, r);
     o.push_str(
         "<p class=\"note\">Recorded: every request with usage in the transcripts. Modeled: every assembled \
          request through the cache simulator.</p>\n<div class=\"grid\">\n<div>\n<h3>Accuracy</h3>\n<table id=\"summary-accuracy\"><tbody>\n",
@@ -116,6 +114,7 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Estimator</h3>\n<table id=\"summary-estimator\"><tbody>\n");
     summary_estimator(o, r);
     o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Scope</h3>\n<table id=\"summary-scope\"><tbody>\n");
+    row(o, &["Price table", &r.pricing.table]);
     row(o, &["Pricing source", &r.pricing.source]);
     row(o, &["Pricing date", &r.pricing.date]);
     row(o, &["Account scope", &r.account]);
@@ -179,9 +178,31 @@ fn summary_accuracy(o: &mut String, r: &CostReport) {
             &format!("{} / {} / {} / {}", int(h.both), int(h.recorded_only), int(h.modeled_only), int(h.neither)),
         ],
     );
-    let applies = a.requests_compared > 0;
-    met(o, "Target: cost within 2 %", applies, a.cost_within_2pct);
-    met(o, "Target: median cache-read error ≤ 5 %", applies, a.median_read_error_within_5pct);
+}
+
+/// The models without a price and their requests, recorded and modeled
+/// (nothing when every request is priced).
+fn unpriced_models(o: &mut String, r: &CostReport) {
+    if r.recorded_unpriced.is_empty() && r.modeled_unpriced.is_empty() {
+        return;
+    }
+    w!(
+        o,
+        "<p class=\"note\" id=\"unpriced-note\">No price in {} for these models: their requests are counted \
+         in the tokens above and left out of the cost.</p>\n<table id=\"unpriced-models\">\n<thead><tr><th>Model</th>\
+         <th>Recorded requests</th><th>Recorded tokens</th><th>Modeled requests</th><th>Modeled tokens</th></tr></thead>\n<tbody>\n",
+        E(&r.pricing.table)
+    );
+    let mut by_model: BTreeMap<&str, [(u64, u64); 2]> = BTreeMap::new();
+    for (i, list) in [&r.recorded_unpriced, &r.modeled_unpriced].into_iter().enumerate() {
+        for u in list {
+            by_model.entry(&u.model).or_default()[i] = (u.requests, u.tokens);
+        }
+    }
+    for (model, [(rr, rt), (mr, mt)]) in by_model {
+        row(o, &[model, &int(rr), &int(rt), &int(mr), &int(mt)]);
+    }
+    o.push_str("</tbody>\n</table>\n");
 }
 
 /// The rows of the estimator table.

@@ -91,6 +91,7 @@ pub fn cost_report(
     let base = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing);
     let mut rep = CostReport {
         recorded: recorded.totals,
+        recorded_unpriced: recorded.unpriced,
         account: match opts.account {
             Account::Root => "root",
             Account::Project => "project",

@@ -4,6 +4,7 @@
 //!
 //! Plain data and its parsing: applying a what-if is `what_if`'s.
 
+use crate::cost::pricing::{Pricing, UnknownModel};
 use crate::cost::sim::{SimConfig, Ttl};
 
 /// Which sessions share a cache (facts §1.7: per organization / workspace).
@@ -73,7 +74,7 @@ impl std::str::FromStr for WhatIf {
             ("ttl", _) => Err(bad("ttl is 5m or 1h")),
             ("breakpoints", n) => match n.parse::<usize>() {
                 Ok(n) if n <= 4 => Ok(WhatIf::Breakpoints(n)),
-                _ => Err(bad("breakpoints is 0 to 4 (the API refuses more, facts §1.2)")),
+                _ => Err(bad("breakpoints is 0 to 4 (the API refuses more than 4)")),
             },
             ("model", m) if !m.is_empty() => Ok(WhatIf::Model(m.to_string())),
             ("model", _) => Err(bad("model needs a name")),
@@ -88,6 +89,17 @@ impl std::str::FromStr for WhatIf {
             _ => Err(bad(
                 "expected ttl=1h|5m, breakpoints=N, model=NAME, system-prompt-growth=BYTES, no-cross-session-cache or boundary=none|tools",
             )),
+        }
+    }
+}
+
+impl WhatIf {
+    /// Whether `pricing` can price this what-if: `model=NAME` needs a row
+    /// for NAME (else every request would cost 0 and the delta be −100 %).
+    pub fn check(&self, pricing: &Pricing) -> Result<(), UnknownModel> {
+        match self {
+            WhatIf::Model(m) => pricing.lookup(m).map(|_| ()),
+            _ => Ok(()),
         }
     }
 }
@@ -191,5 +203,38 @@ mod tests {
             let err = bad.parse::<WhatIf>().unwrap_err();
             assert!(err.contains(bad), "{err}");
         }
+        assert_eq!(
+            "breakpoints=5".parse::<WhatIf>().unwrap_err(),
+            "--what-if \"breakpoints=5\": breakpoints is 0 to 4 (the API refuses more than 4)"
+        );
+    }
+
+    #[test]
+    fn a_model_what_if_needs_a_price() {
+        let p = Pricing::builtin();
+        let check = |s: &str| s.parse::<WhatIf>().unwrap().check(&p).map_err(|e| e.to_string());
+        assert_eq!(check("model=claude-opus-4-8"), Ok(()));
+        assert_eq!(check("model=claude-opus-4-8-20260101"), Ok(()));
+        assert_eq!(check("ttl=1h"), Ok(()));
+        assert_eq!(
+            check("model=claude-opus-4-9"),
+            Err("no price for model \"claude-opus-4-9\" in the built-in price table (2026-11-09); did you mean \
+                 claude-opus-4-1, claude-opus-4-5, claude-opus-4-6, claude-opus-4-7 or claude-opus-4-8?"
+                .to_string())
+        );
+        assert_eq!(
+            check("model=sonet-4-5"),
+            Err("no price for model \"sonet-4-5\" in the built-in price table (2026-11-09); did you mean \
+                 claude-sonnet-4-5?"
+                .to_string())
+        );
+        let e = check("model=gpt-4").unwrap_err();
+        assert!(
+            e.starts_with(
+                "no price for model \"gpt-4\" in the built-in price table (2026-11-09); it has claude-fable-5, \
+                 claude-mythos-5, "
+            ) && e.ends_with(", claude-3-haiku (24 models)"),
+            "{e}"
+        );
     }
 }

@@ -20,9 +20,12 @@ pub struct EstimatorReport {
     /// Requests that only append to the one before, both with usage.
     pub samples: u64,
     /// Bytes per token by kind (`image` is a factor on the image formula).
+    #[serde(serialize_with = "crate::cost::format::json::ratio_map")]
     pub bytes_per_token: BTreeMapF,
     /// |estimate − recorded| / recorded of the appended tokens.
+    #[serde(serialize_with = "crate::cost::format::json::ratio")]
     pub median_relative_error: f64,
+    #[serde(serialize_with = "crate::cost::format::json::ratio")]
     pub p90_relative_error: f64,
     /// Blocks whose count comes from recorded usage / from the estimate.
     pub blocks_pinned: u64,

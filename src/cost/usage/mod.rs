@@ -100,7 +100,8 @@ mod report;
 
 pub use dedup::dedup_files;
 pub use report::{
-    CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, UsageSum, recorded_report,
+    CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList, UsageSum,
+    recorded_report,
 };
 
 use super::pricing::Pricing;
@@ -135,6 +136,7 @@ pub struct RecordedRequest {
     pub tokens: TokenCounts,
     /// `None` until priced ([`price_requests`]), and when the model has no
     /// price.
+    #[serde(serialize_with = "crate::cost::format::json::opt_usd")]
     pub cost_usd: Option<f64>,
     /// Billed at the model's long-context tier (whole request).
     pub long_context: bool,

@@ -6,7 +6,9 @@
 
 use super::{RecordedRequest, recorded_requests_corpus};
 use crate::corpus::RunOptions;
+use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
+use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::time::{parse_rfc3339_ms, utc_day};
@@ -22,8 +24,52 @@ pub struct Totals {
     pub cache_creation_input_tokens: u64,
     pub cache_read_input_tokens: u64,
     pub output_tokens: u64,
-    /// Priced requests only (see `unpriced_requests`).
+    /// Priced requests only: requests of a model without a price are
+    /// counted in the tokens above and listed as [`Unpriced`], never priced
+    /// at 0. In JSON rounded to 1e-6 USD.
+    #[serde(serialize_with = "json::usd")]
     pub cost_usd: f64,
+}
+
+/// The requests of one model the price table has no row for: counted,
+/// listed, and left out of every `cost_usd`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Unpriced {
+    /// The model as the request names it (`unknown` when it names none).
+    pub model: String,
+    pub requests: u64,
+    /// Input + cache writes + cache reads + output.
+    pub tokens: u64,
+    pub input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// [`Unpriced`] rows being summed, by model.
+#[derive(Debug, Clone, Default)]
+pub struct UnpricedList(BTreeMap<String, Unpriced>);
+
+impl UnpricedList {
+    /// One unpriced request of `model` (`""` counts as `unknown`).
+    pub fn add(&mut self, model: &str, t: &TokenCounts) {
+        let model = if model.is_empty() { "unknown" } else { model };
+        let u = self
+            .0
+            .entry(model.to_string())
+            .or_insert_with(|| Unpriced { model: model.to_string(), ..Unpriced::default() });
+        u.requests += 1;
+        u.tokens += t.total_input() + t.output;
+        u.input_tokens += t.input;
+        u.cache_creation_input_tokens += t.cache_write();
+        u.cache_read_input_tokens += t.cache_read;
+        u.output_tokens += t.output;
+    }
+
+    /// The rows, sorted by model.
+    pub fn into_vec(self) -> Vec<Unpriced> {
+        self.0.into_values().collect()
+    }
 }
 
 /// The TTL split of `cache_creation_input_tokens`.
@@ -91,8 +137,11 @@ pub struct ModelUsage {
 /// Where the prices come from.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PricingInfo {
+    /// The table's own `source` and `date`.
     pub source: String,
     pub date: String,
+    /// Which table: `the built-in price table` or `the price table FILE`.
+    pub table: String,
 }
 
 /// The recorded-usage report of a corpus (`ctxasm cost --recorded-only`).
@@ -105,6 +154,8 @@ pub struct RecordedReport {
     pub unpriced_requests: u64,
     /// Models without a price, sorted.
     pub unpriced_models: Vec<String>,
+    /// Their requests and tokens (not in `cost_usd`), sorted by model.
+    pub unpriced: Vec<Unpriced>,
     pub long_context_requests: u64,
     pub pricing: PricingInfo,
     /// Sorted by project, then session id.
@@ -121,12 +172,9 @@ pub struct RecordedReport {
 impl RecordedReport {
     /// Sum priced requests (from [`recorded_requests_corpus`]).
     pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, diagnostics: Vec<Diagnostic>) -> Self {
-        let mut rep = RecordedReport {
-            pricing: PricingInfo { source: pricing.source.clone(), date: pricing.date.clone() },
-            diagnostics,
-            ..RecordedReport::default()
-        };
+        let mut rep = RecordedReport { pricing: PricingInfo::of(pricing), diagnostics, ..RecordedReport::default() };
         let mut all = UsageSum::default();
+        let mut unpriced = UnpricedList::default();
         let mut sessions: BTreeMap<(&str, &str), SessionUsage> = BTreeMap::new();
         for r in requests {
             all.add(r);
@@ -149,6 +197,9 @@ impl RecordedReport {
                 }
             }
             let model = r.model.as_deref().unwrap_or("unknown");
+            if r.cost_usd.is_none() {
+                unpriced.add(model, &r.tokens);
+            }
             if !s.models.iter().any(|m| m == model) {
                 s.models.push(model.to_string());
             }
@@ -167,8 +218,15 @@ impl RecordedReport {
         rep.long_context_requests = all.long_context_requests;
         rep.unpriced_models =
             rep.by_model.iter().filter(|(_, m)| m.usage.unpriced_requests > 0).map(|(k, _)| k.clone()).collect();
+        rep.unpriced = unpriced.into_vec();
         rep.by_session = sessions.into_values().collect();
         rep
+    }
+}
+
+impl PricingInfo {
+    pub fn of(pricing: &Pricing) -> Self {
+        PricingInfo { source: pricing.source.clone(), date: pricing.date.clone(), table: pricing.table.clone() }
     }
 }
 
