@@ -28,7 +28,9 @@ impl ctxasm::send::report::Progress for SendBar {
         if !std::io::stderr().is_terminal() || total == 0 {
             return false;
         }
-        self.0.set(styled(total, "{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec} eta {eta}")).is_ok()
+        // `{per_sec:1}`: indicatif reads the width as the number of
+        // decimals (`4.9/s`, not `4.9168/s`).
+        self.0.set(styled(total, "{spinner} [{wide_bar}] {pos}/{len} {msg} {per_sec:1} eta {eta}")).is_ok()
     }
     fn update(&self, finished: u64, counters: &ctxasm::send::report::Counters) {
         if let Some(bar) = self.0.get() {

@@ -80,10 +80,11 @@ impl Summary {
         self.no_reply + self.deferred + self.interrupted + self.not_started
     }
 
-    /// The line printed at the end of every run.
+    /// The line printed at the end of every run (`1 request`, `2 requests`).
     pub fn line(&self, command: &str) -> String {
         let ms = |p: f64| self.percentile_ms(p).map_or_else(|| "-".to_string(), |v| format!("{v} ms"));
-        let mut s = format!("ctxasm: {command}: {} requests: {} ok, {} failed", self.requests, self.ok, self.failed);
+        let mut s =
+            format!("ctxasm: {command}: {}: {} ok, {} failed", n(self.requests, "request"), self.ok, self.failed);
         if self.already_done > 0 {
             s.push_str(&format!(", {} already in the journal", self.already_done));
         }
@@ -113,9 +114,10 @@ impl Summary {
             s.push_str(&format!(" (final status {})", statuses.join(" ")));
         }
         s.push_str(&format!(
-            "; {} attempts ({} retries, {} rate-limited); latency p50 {} p99 {}; {:.1} requests/s over {:.2} s",
-            self.attempts,
+            "; {} ({} {}, {} rate-limited); latency p50 {} p99 {}; {:.1} requests/s over {:.2} s",
+            n(self.attempts, "attempt"),
             self.retries,
+            if self.retries == 1 { "retry" } else { "retries" },
             self.rate_limited,
             ms(50.0),
             ms(99.0),
@@ -157,6 +159,11 @@ pub fn progress_message(c: &Counters) -> String {
         Counters::get(&c.retries),
         Counters::get(&c.failed)
     )
+}
+
+/// `1 request`, `2 requests`.
+fn n(count: u64, noun: &str) -> String {
+    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]
@@ -206,5 +213,20 @@ mod tests {
             s.line("send"),
             "ctxasm: send: 10 requests: 8 ok, 2 failed (final status 400×2); 13 attempts (3 retries, 1 rate-limited); latency p50 5 ms p99 10 ms; 5.0 requests/s over 2.00 s"
         );
+        let one = Summary {
+            requests: 1,
+            ok: 1,
+            attempts: 1,
+            statuses: [(200, 1)].into_iter().collect(),
+            latencies_ms: vec![4],
+            elapsed: Duration::from_secs(1),
+            ..Summary::default()
+        };
+        assert_eq!(
+            one.line("send"),
+            "ctxasm: send: 1 request: 1 ok, 0 failed; 1 attempt (0 retries, 0 rate-limited); latency p50 4 ms p99 4 ms; 1.0 requests/s over 1.00 s"
+        );
+        let two = Summary { attempts: 2, retries: 1, ..one };
+        assert!(two.line("send").contains("; 2 attempts (1 retry, 0 rate-limited);"), "{}", two.line("send"));
     }
 }
