@@ -41,11 +41,7 @@ struct ServerJson {
 /// that shape is an error naming it.
 pub fn read(env_dir: &Path) -> Result<Vec<McpServer>, EnvError> {
     let path = env_dir.join("mcp.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(EnvError::Io { path, source }),
-    };
+    let Some(text) = super::read_snapshot_file(&path)? else { return Ok(Vec::new()) };
     let j: McpJson = serde_json::from_str(&text).map_err(|source| EnvError::Json { path: path.clone(), source })?;
     let mut out = Vec::with_capacity(j.servers.len());
     for (name, v) in j.servers {

@@ -57,6 +57,15 @@ pub enum EnvError {
         /// What it points to.
         target: PathBuf,
     },
+    /// A file of the snapshot (`env.json`, `mcp.json`) is a symlink, not a
+    /// regular file, or larger than [`MAX_SNAPSHOT_FILE_BYTES`].
+    #[error("{}: refused: {why}", path.display())]
+    RefusedFile {
+        /// The file.
+        path: PathBuf,
+        /// Why: `a symlink (to …)`, `not a regular file`, `N bytes, over …`.
+        why: String,
+    },
     /// A required field is absent.
     #[error("{}: missing field `{field}`", path.display())]
     Missing {
@@ -153,7 +162,7 @@ struct EnvJson {
 /// `env/` (`steps[].args`, run with `-p`), for captures whose `env.json`
 /// predates its `argv` member; empty when there is none.
 fn scenario_argv(env_dir: &Path) -> Vec<Vec<String>> {
-    let Some(text) = env_dir.parent().and_then(|d| std::fs::read_to_string(d.join("scenario.json")).ok()) else {
+    let Some(text) = env_dir.parent().and_then(|d| read_snapshot_file(&d.join("scenario.json")).ok().flatten()) else {
         return Vec::new();
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return Vec::new() };
@@ -239,7 +248,8 @@ impl SessionEnv {
     /// exist.
     pub fn from_dir(env_dir: &Path) -> Result<SessionEnv, EnvError> {
         let path = env_dir.join("env.json");
-        let text = std::fs::read_to_string(&path).map_err(|source| EnvError::Io { path: path.clone(), source })?;
+        let text = read_snapshot_file(&path)?
+            .ok_or_else(|| EnvError::Io { path: path.clone(), source: std::io::ErrorKind::NotFound.into() })?;
         let j: EnvJson = serde_json::from_str(&text).map_err(|source| EnvError::Json { path: path.clone(), source })?;
         let cwd = j.cwd.ok_or_else(|| EnvError::Missing { path: path.clone(), field: "cwd" })?;
         let home = j.home.ok_or_else(|| EnvError::Missing { path: path.clone(), field: "home" })?;
@@ -353,6 +363,44 @@ pub(crate) fn snapshot_root(env_dir: &Path, parts: &[&str]) -> Result<Option<Pat
         }
     }
     Ok(Some(path))
+}
+
+/// The largest `env.json` or `mcp.json` read (1 MiB: a capture's are a few
+/// KB).
+pub const MAX_SNAPSHOT_FILE_BYTES: u64 = 1 << 20;
+
+/// A snapshot file's text; `None` when it does not exist. Like the roots
+/// ([`snapshot_root`]), a file of an untrusted snapshot is read only when
+/// it is a regular file of the snapshot: a symlink (`mcp.json ->
+/// ~/.aws/…`), a FIFO or a device is refused, and so is a file over
+/// [`MAX_SNAPSHOT_FILE_BYTES`].
+pub(crate) fn read_snapshot_file(path: &Path) -> Result<Option<String>, EnvError> {
+    use std::io::Read;
+    let refused = |why: String| EnvError::RefusedFile { path: path.to_path_buf(), why };
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => return Err(EnvError::Io { path: path.to_path_buf(), source }),
+        Ok(md) if md.file_type().is_symlink() => {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            return Err(refused(format!("a symlink (to {}); the snapshot's files must be its own", target.display())));
+        }
+        Ok(md) if !md.is_file() => return Err(refused("not a regular file".into())),
+        Ok(md) if md.len() > MAX_SNAPSHOT_FILE_BYTES => {
+            return Err(refused(format!(
+                "{} bytes, over the {MAX_SNAPSHOT_FILE_BYTES} a snapshot file may have",
+                md.len()
+            )));
+        }
+        Ok(_) => {}
+    }
+    let io = |source| EnvError::Io { path: path.to_path_buf(), source };
+    let mut text = String::new();
+    // Bounded even if the file grows between the check and the read.
+    std::fs::File::open(path).map_err(io)?.take(MAX_SNAPSHOT_FILE_BYTES + 1).read_to_string(&mut text).map_err(io)?;
+    if text.len() as u64 > MAX_SNAPSHOT_FILE_BYTES {
+        return Err(refused(format!("over the {MAX_SNAPSHOT_FILE_BYTES} bytes a snapshot file may have")));
+    }
+    Ok(Some(text))
 }
 
 /// See [`SessionEnv::project_slug`].

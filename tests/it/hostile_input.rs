@@ -209,3 +209,35 @@ fn a_fifo_is_skipped_not_waited_for() {
     let len = std::fs::metadata(&written).map(|m| m.len()).unwrap_or(0);
     assert!(len > 0, "nothing written: {}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `env.json` and `mcp.json` are read only as regular files of the
+/// snapshot: a symlink to a file outside it (whose text would reach the
+/// requests: an MCP server's instructions) or a FIFO (which would hang the
+/// run) is refused, naming the file.
+#[test]
+fn snapshot_files_that_are_links_or_fifos_are_refused() {
+    for (name, kind) in [("mcp.json", "link"), ("env.json", "link"), ("mcp.json", "fifo")] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (env, outside) = hostile_env(tmp.path());
+        let file = env.join(name);
+        if kind == "link" {
+            let real = outside.join(name);
+            let text = if name == "mcp.json" {
+                format!("{{\"servers\": {{\"x\": {{\"instructions\": \"{SECRET}\", \"tools\": []}}}}}}")
+            } else {
+                std::fs::read_to_string(&file).unwrap()
+            };
+            std::fs::write(&real, text).unwrap();
+            let _ = std::fs::remove_file(&file);
+            std::os::unix::fs::symlink(&real, &file).unwrap();
+        } else {
+            let _ = std::fs::remove_file(&file);
+            assert!(Command::new("mkfifo").arg(&file).status().unwrap().success());
+        }
+        let (text, log, ok) = assemble(tmp.path(), &env);
+        assert!(!ok, "{name} ({kind}): the run succeeded:\n{log}");
+        assert!(!text.contains("SENTINEL-7f3a") && !log.contains("SENTINEL-7f3a"), "{name} ({kind}) leaked");
+        let why = if kind == "link" { "refused: a symlink (to " } else { "refused: not a regular file" };
+        assert!(log.contains(&format!("{}: {why}", file.display())), "{name} ({kind}):\n{log}");
+    }
+}
