@@ -144,6 +144,8 @@ impl Mismatch {
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct VerifyReport {
     pub sessions: u64,
+    /// Of those, built by the pipeline (no records, or `--mode pipeline`).
+    pub pipeline_sessions: u64,
     pub requests: u64,
     pub messages_hashed: u64,
     pub hash_matches: u64,
@@ -220,6 +222,7 @@ pub fn verify(
         let rec = assemble_session_as(bump, session, assembler, opts);
         let mut r = VerifyReport {
             sessions: 1,
+            pipeline_sessions: u64::from(rec.by_pipeline),
             requests: if rec.by_pipeline { rec.requests.len() as u64 } else { rec.recorded },
             messages_hashed: rec.messages_hashed,
             hash_matches: rec.hash_matches,
@@ -284,6 +287,7 @@ pub fn verify(
             }
         };
         total.sessions += r.sessions;
+        total.pipeline_sessions += r.pipeline_sessions;
         total.requests += r.requests;
         total.messages_hashed += r.messages_hashed;
         total.hash_matches += r.hash_matches;

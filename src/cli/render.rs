@@ -12,14 +12,7 @@ use std::fmt::Write as _;
 /// written where, a row per Claude Code release (how its requests were
 /// obtained, how many are proven), and the pipeline's repairs.
 pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool, output: &std::path::Path) -> String {
-    let mut o = String::new();
-    let shown: Vec<_> = summary.diagnostics.iter().filter(|d| d.kind != DiagKind::ApproximatedProfile).collect();
-    for d in shown.iter().take(20) {
-        let _ = writeln!(o, "ctxasm: {d}");
-    }
-    if shown.len() > 20 {
-        let _ = writeln!(o, "ctxasm: … {} more (--json lists all)", count(shown.len() as u64 - 20, "diagnostic"));
-    }
+    let mut o = diagnostics(&summary.diagnostics, 20);
     let to = if output.as_os_str() == "-" { "stdout".to_string() } else { output.display().to_string() };
     let what = if dedup {
         let ratio =
@@ -49,7 +42,7 @@ pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool, outpu
     let mut total = ctxasm::write::ReleaseRow::default();
     for r in &summary.releases {
         let profile = if r.approximated_sessions == 0 {
-            if r.from_records == r.requests { "recorded" } else { "own release" }
+            if r.from_records == r.requests { "recorded" } else { "pipeline" }
         } else if r.approximated_sessions == r.sessions {
             "approximated"
         } else {
@@ -121,6 +114,39 @@ pub fn assemble_summary(summary: &AssembleSummary, secs: f64, dedup: bool, outpu
         }
     }
     o
+}
+
+/// The first `limit` diagnostics for stderr, one `ctxasm: …` line each,
+/// then how many more. `approximated_profile` ones (one per session built
+/// without a profile of its own release) are not listed: the callers count
+/// them ([`approximated`] or assemble's table).
+pub fn diagnostics(all: &[ctxasm::diag::Diagnostic], limit: usize) -> String {
+    let mut o = String::new();
+    let shown: Vec<_> = all.iter().filter(|d| d.kind != DiagKind::ApproximatedProfile).collect();
+    for d in shown.iter().take(limit) {
+        let _ = writeln!(o, "ctxasm: {d}");
+    }
+    if shown.len() > limit {
+        let _ = writeln!(o, "ctxasm: … {} more (--json lists all)", count((shown.len() - limit) as u64, "diagnostic"));
+    }
+    o
+}
+
+/// One line for the sessions built without a profile of their own release
+/// (their `approximated_profile` diagnostics), if any.
+pub fn approximated(all: &[ctxasm::diag::Diagnostic]) -> String {
+    let n = all.iter().filter(|d| d.kind == DiagKind::ApproximatedProfile).count() as u64;
+    if n == 0 {
+        return String::new();
+    }
+    format!(
+        "ctxasm: {} built without a profile of {} own release (`ctxasm profile capture VERSION` makes {} exact; \
+         --json lists {})\n",
+        count(n, "session"),
+        if n == 1 { "its" } else { "their" },
+        if n == 1 { "it" } else { "them" },
+        if n == 1 { "it" } else { "them" },
+    )
 }
 
 /// `1 synthetic tool result`, `2 synthetic tool results`: the noun is the

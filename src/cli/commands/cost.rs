@@ -4,7 +4,7 @@
 use crate::cli::args::CostArgs;
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
-use crate::cli::{input, output, progress};
+use crate::cli::{input, output, progress, render};
 use ctxasm::cost::modeled::WhatIf;
 use ctxasm::cost::pricing::Pricing;
 
@@ -36,14 +36,10 @@ fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result
     Ok(strict_outcome(args.strict, &report.diagnostics))
 }
 
-/// The first ten diagnostics on stderr, then their count.
+/// The first ten diagnostics on stderr, then their count; the sessions
+/// built without a profile of their release in one line.
 fn print_diagnostics(diagnostics: &[ctxasm::diag::Diagnostic]) {
-    for d in diagnostics.iter().take(10) {
-        eprintln!("ctxasm: {d}");
-    }
-    if diagnostics.len() > 10 {
-        eprintln!("ctxasm: … {} more diagnostics (all in --json)", diagnostics.len() - 10);
-    }
+    eprint!("{}{}", render::diagnostics(diagnostics, 10), render::approximated(diagnostics));
 }
 
 /// `Problems` under `--strict` when there is any diagnostic.

@@ -18,11 +18,14 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
     let from_wire = args.identity.device_id.as_deref() == Some("wire");
     let device = if from_wire { ctxasm::verify::DeviceId::FromWire } else { ctxasm::verify::DeviceId::Given };
     let (assembler, notes) = settings::assembler(&args.pipeline, &args.identity)?;
-    // On stderr: the JSON is on stdout.
-    for n in &notes {
-        eprintln!("ctxasm: {n}");
-    }
     let report = ctxasm::verify::verify(&disc, &run, &assembler, wire.as_ref(), device);
+    // On stderr (the JSON is on stdout), and only where the pipeline ran:
+    // the profile's notes say nothing of sessions replayed from records.
+    if report.pipeline_sessions > 0 {
+        for n in &notes {
+            eprintln!("ctxasm: {n}");
+        }
+    }
     if args.json {
         output::json(&report)?;
     } else {
