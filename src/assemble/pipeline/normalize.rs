@@ -224,35 +224,140 @@ enum Msg<'a> {
     System(Vec<&'a str>, &'a [(&'a str, Json<'a>)]),
 }
 
+/// A message being built and the index of the piece it starts at.
+type Built<'a> = (Msg<'a>, usize);
+
+/// What normalization dropped or merged, at the piece it happened at (so a
+/// [`Mark`] knows the counts before it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    ThinkingOnlyDropped,
+    EmptyAssistantDropped,
+    UserMessagesMerged,
+    AssistantLinesMerged,
+}
+
+impl Report {
+    fn add(&mut self, e: Event) {
+        match e {
+            Event::ThinkingOnlyDropped => self.dropped_thinking_only += 1,
+            Event::EmptyAssistantDropped => self.dropped_empty_assistant += 1,
+            Event::UserMessagesMerged => self.merged_user_messages += 1,
+            Event::AssistantLinesMerged => self.merged_assistant_lines += 1,
+        }
+    }
+}
+
+/// Where normalization can resume: a piece boundary right after a whole
+/// assistant message that is sent (not hollow). Nothing crosses it — an
+/// attachment moves up no further than an assistant message, lines of one
+/// `message.id` merge only when adjacent, user messages merge only when no
+/// assistant message is between them — so the messages before it are
+/// final, and what follows depends on them only through the members last
+/// sent and the count of system turns, which a mark keeps.
+#[derive(Debug, Clone)]
+pub(crate) struct Mark<'a> {
+    /// The piece it is before.
+    pub(crate) piece: usize,
+    /// The messages before it.
+    pub(crate) message: usize,
+    /// The `message.id` of the assistant message it follows (`None` at the
+    /// start): a next piece of that id would join it.
+    after: Option<&'a str>,
+    members: Members<'a>,
+    /// System turns with texts before it.
+    systems: usize,
+    /// What was dropped and merged before it.
+    pub(crate) report: Report,
+}
+
+impl<'a> Mark<'a> {
+    /// The start of a conversation.
+    pub(crate) fn start(bump: &'a Bump, rules: &Rules<'a>) -> Self {
+        Mark {
+            piece: 0,
+            message: 0,
+            after: None,
+            members: Members::new(bump.alloc_slice_copy(&rules.system_message_extra)),
+            systems: 0,
+            report: Report::default(),
+        }
+    }
+
+    /// Whether normalization of `pieces` can resume here: the pieces up to
+    /// it are those it was found on (the caller's), and the next piece does
+    /// not continue the assistant message it follows.
+    pub(crate) fn resumes(&self, pieces: &[Piece<'_>]) -> bool {
+        self.piece <= pieces.len()
+            && !matches!((pieces.get(self.piece), self.after),
+                (Some(Piece::Assistant { id: Some(id), .. }), Some(after)) if *id == after)
+    }
+}
+
 /// Build the API messages (content always as block lists; the wire's
 /// string form is chosen later, after cache breakpoints): the module docs'
 /// steps in order.
 pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
-    let mut report = Report::default();
-    let order = reorder_attachments(pieces, rules);
-    let mut msgs = build_messages(bump, &order, rules, &mut report);
-    drop_hollow_assistants(&mut msgs, &mut report);
-    let merged = merge_user_messages(bump, msgs, rules, &mut report);
-    let mut systems = 0usize;
-    let out = merged
-        .into_iter()
-        .map(|m| -> &'a Json<'a> {
-            match m {
-                Msg::User(blocks) => message(bump, "user", &blocks, &[]),
-                Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
-                Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
-                Msg::System(texts, extra) => {
-                    let strip = |t: &'a str| if rules.system_keeps_reminder { t } else { strip_reminder(t) };
-                    let text = texts.iter().map(|t| strip(t)).collect::<Vec<_>>().join("\n\n");
-                    let block = text_block(bump, bump.alloc_str(&text));
-                    systems += 1;
-                    let extra = if rules.system_message_extra_first_only && systems > 1 { &[][..] } else { extra };
-                    message(bump, "system", &[block], extra)
-                }
+    let (out, report, _) = normalize_from(bump, pieces, &Mark::start(bump, rules), rules);
+    (out, report)
+}
+
+/// [`normalize`] of `pieces` from `from` on (a mark found on the same
+/// pieces before it): the messages after `from.message`, the report of the
+/// whole list (`from`'s counts included), and the marks after `from`.
+pub(crate) fn normalize_from<'a>(
+    bump: &'a Bump,
+    pieces: &[Piece<'a>],
+    from: &Mark<'a>,
+    rules: &Rules<'a>,
+) -> (Vec<&'a Json<'a>>, Report, Vec<Mark<'a>>) {
+    let order = reorder_attachments(&pieces[from.piece.min(pieces.len())..], rules);
+    let mut events: Vec<(usize, Event)> = Vec::new();
+    let (built, candidates) = build_messages(bump, &order, from, &mut events);
+    let kept = drop_hollow_assistants(built, &mut events);
+    let merged = merge_user_messages(bump, kept, rules, &mut events);
+    let mut report = from.report;
+    events.iter().for_each(|&(_, e)| report.add(e));
+    let mut systems = from.systems;
+    let mut out = Vec::with_capacity(merged.len());
+    // Per message: its first piece and the system turns before it.
+    let mut starts: Vec<(usize, usize)> = Vec::with_capacity(merged.len());
+    let mut is_assistant: Vec<bool> = Vec::with_capacity(merged.len());
+    for (m, start) in merged {
+        starts.push((start, systems));
+        is_assistant.push(matches!(m, Msg::Assistant(..)));
+        out.push(match m {
+            Msg::User(blocks) => message(bump, "user", &blocks, &[]),
+            Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
+            Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
+            Msg::System(texts, extra) => {
+                let strip = |t: &'a str| if rules.system_keeps_reminder { t } else { strip_reminder(t) };
+                let text = texts.iter().map(|t| strip(t)).collect::<Vec<_>>().join("\n\n");
+                let block = text_block(bump, bump.alloc_str(&text));
+                systems += 1;
+                let extra = if rules.system_message_extra_first_only && systems > 1 { &[][..] } else { extra };
+                message(bump, "system", &[block], extra)
             }
+        });
+    }
+    // A candidate is a mark when the message before it is the assistant
+    // message it follows, kept (a hollow one is dropped, and the user
+    // messages around it merge across).
+    let marks = candidates
+        .into_iter()
+        .filter_map(|mut c| {
+            let m = starts.partition_point(|&(s, _)| s < c.piece);
+            if m == 0 || !is_assistant[m - 1] {
+                return None;
+            }
+            c.message = from.message + m;
+            c.systems = starts.get(m).map_or(systems, |&(_, k)| k);
+            c.report = from.report;
+            events.iter().filter(|&&(at, _)| at < c.piece).for_each(|&(_, e)| c.report.add(e));
+            Some(c)
         })
         .collect();
-    (out, report)
+    (out, report, marks)
 }
 
 /// Steps 1 + 2: system attachments as user text where the rules say so, then
@@ -300,50 +405,72 @@ fn reorder_attachments<'a>(pieces: &[Piece<'a>], rules: &Rules<'a>) -> Vec<Piece
 /// change of members sent before that no system turn carries before the
 /// next assistant message (or the end) gets an empty system turn of its own
 /// (2.1.332 captures: `--effort` on a resume with no new system
-/// attachment).
-fn build_messages<'a>(bump: &'a Bump, order: &[Piece<'a>], rules: &Rules<'a>, report: &mut Report) -> Vec<Msg<'a>> {
-    let mut msgs: Vec<Msg<'a>> = Vec::new();
+/// attachment). `order` starts at piece `from.piece`, with `from`'s
+/// members; the candidate marks are the boundaries after assistant lines
+/// that the next piece does not continue.
+fn build_messages<'a>(
+    bump: &'a Bump,
+    order: &[Piece<'a>],
+    from: &Mark<'a>,
+    events: &mut Vec<(usize, Event)>,
+) -> (Vec<Built<'a>>, Vec<Mark<'a>>) {
+    let mut msgs: Vec<Built<'a>> = Vec::new();
+    let mut candidates: Vec<Mark<'a>> = Vec::new();
     let mut prev_user_attachment = false;
-    let mut members = Members::new(bump.alloc_slice_copy(&rules.system_message_extra));
-    for p in order {
+    let mut members = from.members.clone();
+    for (k, p) in order.iter().enumerate() {
+        let at = from.piece + k;
+        if let (Some(Piece::Assistant { id, .. }), true) = (k.checked_sub(1).and_then(|j| order.get(j)), k > 0)
+            && !matches!(p, Piece::Assistant { id: next, .. } if next.is_some() && next == id)
+        {
+            candidates.push(Mark {
+                piece: at,
+                message: 0,
+                after: *id,
+                members: members.clone(),
+                systems: 0,
+                report: Report::default(),
+            });
+        }
         match p {
             Piece::Attachment { role: AttachmentRole::User, texts } => {
                 let blocks: Vec<Json<'a>> = texts.iter().map(|t| text_block(bump, t)).collect();
                 match msgs.last_mut() {
-                    Some(Msg::User(prev)) if prev_user_attachment => prev.extend(blocks),
-                    _ => msgs.push(Msg::User(blocks)),
+                    Some((Msg::User(prev), _)) if prev_user_attachment => prev.extend(blocks),
+                    _ => msgs.push((Msg::User(blocks), at)),
                 }
                 prev_user_attachment = true;
                 continue;
             }
             Piece::Attachment { role: AttachmentRole::System, texts } => match msgs.last_mut() {
-                Some(Msg::System(prev, _)) if !prev.is_empty() => prev.extend(texts.iter().copied()),
-                _ => msgs.push(Msg::System(texts.to_vec(), members.carry())),
+                Some((Msg::System(prev, _), _)) if !prev.is_empty() => prev.extend(texts.iter().copied()),
+                _ => msgs.push((Msg::System(texts.to_vec(), members.carry()), at)),
             },
             Piece::Params { extra } => {
                 members.set(extra);
                 continue;
             }
-            Piece::User { blocks, .. } => msgs.push(Msg::User(blocks.to_vec())),
+            Piece::User { blocks, .. } => msgs.push((Msg::User(blocks.to_vec()), at)),
             Piece::Assistant { id, blocks } => {
-                members.announce(&mut msgs);
+                members.announce(&mut msgs, at);
                 match msgs.last_mut() {
-                    Some(Msg::Assistant(prev_id, prev)) if id.is_some() && prev_id == id => {
-                        report.merged_assistant_lines += 1;
+                    Some((Msg::Assistant(prev_id, prev), _)) if id.is_some() && prev_id == id => {
+                        events.push((at, Event::AssistantLinesMerged));
                         prev.extend_from_slice(blocks)
                     }
-                    _ => msgs.push(Msg::Assistant(*id, blocks.to_vec())),
+                    _ => msgs.push((Msg::Assistant(*id, blocks.to_vec()), at)),
                 }
             }
         }
         prev_user_attachment = false;
     }
-    members.announce(&mut msgs);
-    msgs
+    members.announce(&mut msgs, from.piece + order.len());
+    (msgs, candidates)
 }
 
 /// The system-turn members in force, the last ones sent, and whether a
 /// [`Piece::Params`] set them since a system turn last could carry them.
+#[derive(Debug, Clone)]
 struct Members<'a> {
     current: &'a [(&'a str, Json<'a>)],
     sent: Option<&'a [(&'a str, Json<'a>)]>,
@@ -374,11 +501,11 @@ impl<'a> Members<'a> {
     /// An empty system turn for members set and not carried yet — a
     /// change only: before any system turn was sent (a transcript of a
     /// release without system turns) nothing is announced.
-    fn announce(&mut self, msgs: &mut Vec<Msg<'a>>) {
+    fn announce(&mut self, msgs: &mut Vec<Built<'a>>, at: usize) {
         if self.pending && self.sent.is_some() {
             let extra = self.carry();
             if !extra.is_empty() {
-                msgs.push(Msg::System(Vec::new(), extra));
+                msgs.push((Msg::System(Vec::new(), extra), at));
             }
         }
     }
@@ -386,32 +513,39 @@ impl<'a> Members<'a> {
 
 /// Assistant messages (fragments merged) of only thinking or blank text are
 /// not sent.
-fn drop_hollow_assistants(msgs: &mut Vec<Msg<'_>>, report: &mut Report) {
-    msgs.retain(|m| match m {
-        Msg::Assistant(_, blocks) if !blocks.is_empty() && blocks.iter().all(is_thinking) => {
-            report.dropped_thinking_only += 1;
-            false
-        }
-        Msg::Assistant(_, blocks) if blocks.iter().all(is_blank_text) => {
-            report.dropped_empty_assistant += 1;
-            false
-        }
-        _ => true,
-    });
+fn drop_hollow_assistants<'a>(msgs: Vec<Built<'a>>, events: &mut Vec<(usize, Event)>) -> Vec<Built<'a>> {
+    msgs.into_iter()
+        .filter(|(m, start)| match m {
+            Msg::Assistant(_, blocks) if !blocks.is_empty() && blocks.iter().all(is_thinking) => {
+                events.push((*start, Event::ThinkingOnlyDropped));
+                false
+            }
+            Msg::Assistant(_, blocks) if blocks.iter().all(is_blank_text) => {
+                events.push((*start, Event::EmptyAssistantDropped));
+                false
+            }
+            _ => true,
+        })
+        .collect()
 }
 
 /// Step 4: consecutive user messages merged; a system turn between them
 /// does not separate them (it stays after the merged message).
-fn merge_user_messages<'a>(bump: &'a Bump, msgs: Vec<Msg<'a>>, rules: &Rules<'a>, report: &mut Report) -> Vec<Msg<'a>> {
-    let mut merged: Vec<Msg<'a>> = Vec::with_capacity(msgs.len());
-    for m in msgs {
-        let prev_user = merged.iter().rposition(|p| !matches!(p, Msg::System(..)));
-        match (prev_user.map(|i| &mut merged[i]), m) {
+fn merge_user_messages<'a>(
+    bump: &'a Bump,
+    msgs: Vec<Built<'a>>,
+    rules: &Rules<'a>,
+    events: &mut Vec<(usize, Event)>,
+) -> Vec<Built<'a>> {
+    let mut merged: Vec<Built<'a>> = Vec::with_capacity(msgs.len());
+    for (m, start) in msgs {
+        let prev_user = merged.iter().rposition(|(p, _)| !matches!(p, Msg::System(..)));
+        match (prev_user.map(|i| &mut merged[i].0), m) {
             (Some(Msg::User(prev)), Msg::User(next)) => {
-                report.merged_user_messages += 1;
+                events.push((start, Event::UserMessagesMerged));
                 merge_user(bump, prev, next, rules);
             }
-            (_, m) => merged.push(m),
+            (_, m) => merged.push((m, start)),
         }
     }
     merged
