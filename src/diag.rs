@@ -27,6 +27,12 @@ pub enum DiagKind {
     LineTooLong,
     /// Valid JSON that is not an object.
     NotAnObject,
+    /// A number no 64-bit type holds; the line is kept and the number read
+    /// as JavaScript's `JSON.parse` reads it: an integer beyond 64 bits as
+    /// the nearest double (a field that needs an integer, such as a token
+    /// count, then treats it as absent), a number beyond the range of a
+    /// double (`1e400`) as `null` (absent). The message names the field.
+    NumberOutOfRange,
     /// An object without a string `type`.
     MissingType,
     /// A `type` this version of ctxasm does not know; the entry is kept as
@@ -73,6 +79,7 @@ impl DiagKind {
             DiagKind::TruncatedLine => "truncated_line",
             DiagKind::LineTooLong => "line_too_long",
             DiagKind::NotAnObject => "not_an_object",
+            DiagKind::NumberOutOfRange => "number_out_of_range",
             DiagKind::MissingType => "missing_type",
             DiagKind::UnknownType => "unknown_type",
             DiagKind::DuplicateUuid => "duplicate_uuid",
