@@ -39,7 +39,15 @@ pub struct ParsedLines<'a> {
     pub diagnostics: Vec<Diagnostic>,
     /// Bytes read.
     pub bytes: u64,
+    /// Lines that gave no entry but begin as an `api-request` record does
+    /// (`{"type":"api-request",`, the key order 2.1.3xx writes): record
+    /// replay counts each as a lost request, so the later ones keep their
+    /// index.
+    pub unread_records: Vec<u32>,
 }
+
+/// How every `api-request` record line begins.
+const RECORD_PREFIX: &[u8] = br#"{"type":"api-request","#;
 
 thread_local! {
     static PARSER: RefCell<LineParser> = RefCell::new(LineParser::new());
@@ -67,6 +75,10 @@ fn parse_with<'a>(
     for line in lines::lines(data) {
         out.lines += 1;
         let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
+        if line.bytes.starts_with(RECORD_PREFIX) {
+            // Taken back below once the line gives an entry.
+            out.unread_records.push(line.number);
+        }
         if line.bytes.len() > opts.max_line_bytes {
             out.bad_lines += 1;
             out.diagnostics.push(bad(
@@ -107,6 +119,9 @@ fn parse_with<'a>(
         }
         match type_entry(bump, line.number, value, line.bytes) {
             Some(entry) => {
+                if out.unread_records.last() == Some(&line.number) {
+                    out.unread_records.pop();
+                }
                 if matches!(entry.kind, EntryKind::Unknown { .. }) {
                     out.diagnostics.push(bad(
                         DiagKind::UnknownType,

@@ -22,6 +22,7 @@ mod public_validity;
 mod real_cli;
 mod records;
 mod records_free;
+mod records_honest;
 mod robustness;
 mod send;
 mod send_safety;
