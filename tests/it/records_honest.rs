@@ -3,8 +3,8 @@
 //! names the line that lost it; numbers no 64-bit type holds keep their
 //! line; recorded fields of the wrong type are reported, never written.
 //!
-//! Every case is a copy of the real 2.1.328 long-session transcript
-//! (`tests/fixtures/cc-2.1.328/long-session`: 6 requests, records at lines
+//! Every case is a copy of a real 2.1.328 transcript (mostly
+//! `tests/fixtures/cc-2.1.328/long-session`: 6 requests, records at lines
 //! 19, 27, 31, 37, 41, 45) with a few lines changed; what is still written
 //! is compared with the bytes the CLI sent (`wire.jsonl`).
 
@@ -16,29 +16,57 @@ use ctxasm::input::discover::discover;
 use ctxasm::write::{AssembleOptions, AssembleSummary, Turns, write_batch};
 use std::path::{Path, PathBuf};
 
-const DIR: &str = "tests/fixtures/cc-2.1.328/long-session";
-const SID: &str = "bb3794f2-f0ef-4056-944f-7c6515c703d6";
+/// A captured 2.1.328 scenario: its folder, session id, transcript lines
+/// and captured requests.
+struct Scenario {
+    dir: &'static str,
+    project: &'static str,
+    sid: &'static str,
+    lines: usize,
+    requests: usize,
+}
 
-/// The request ids of records 1 to 5 (lines 27 to 45).
+const LONG: Scenario = Scenario {
+    dir: "tests/fixtures/cc-2.1.328/long-session",
+    project: "-home-dev-projects-long-session",
+    sid: "bb3794f2-f0ef-4056-944f-7c6515c703d6",
+    lines: 48,
+    requests: 6,
+};
+
+/// Records at lines 17, 24 (base: 17), 33 and 41 (no base: resumed).
+const RESUME: Scenario = Scenario {
+    dir: "tests/fixtures/cc-2.1.328/resume-multi-prompt",
+    project: "-home-dev-projects-resume-multi-prompt",
+    sid: "54d2a754-5127-496c-a8db-abc858d64ff3",
+    lines: 44,
+    requests: 4,
+};
+
+const SID: &str = LONG.sid;
+
+/// The request ids of long-session's records 1 to 5 (lines 27 to 45).
 const R1: &str = "09161668-1df1-4eaa-aaba-f24ab652bda4";
 const R2: &str = "f660c86c-3831-4aa4-b6ec-6d780f730e06";
 const R3: &str = "54cbc0e9-c9e8-415f-aaaa-e372b7007bd0";
 const R4: &str = "f02d41e5-5304-4e5c-bbed-45782a5f45fc";
 const R5: &str = "a3183ac1-10bb-4190-9be5-3cee9e980220";
 
-fn transcript() -> PathBuf {
-    Path::new(DIR).join(format!("transcripts/-home-dev-projects-long-session/{SID}.jsonl"))
+/// A copy of long-session's transcript in a temp dir with `edit` applied.
+fn copy_with(edit: impl FnOnce(&mut Vec<String>)) -> tempfile::TempDir {
+    copy_of(&LONG, edit)
 }
 
-/// A copy of the transcript in a temp dir with `edit` applied to its
-/// lines (index 0 = line 1); the file keeps its name (the session id).
-fn copy_with(edit: impl FnOnce(&mut Vec<String>)) -> tempfile::TempDir {
-    let text = std::fs::read_to_string(transcript()).unwrap();
+/// A copy of the scenario's transcript in a temp dir with `edit` applied
+/// to its lines (index 0 = line 1); the file keeps its name (the session id).
+fn copy_of(sc: &Scenario, edit: impl FnOnce(&mut Vec<String>)) -> tempfile::TempDir {
+    let path: PathBuf = Path::new(sc.dir).join(format!("transcripts/{}/{}.jsonl", sc.project, sc.sid));
+    let text = std::fs::read_to_string(path).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    assert_eq!(lines.len(), 48);
+    assert_eq!(lines.len(), sc.lines);
     edit(&mut lines);
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join(format!("{SID}.jsonl")), lines.join("\n") + "\n").unwrap();
+    std::fs::write(tmp.path().join(format!("{}.jsonl", sc.sid)), lines.join("\n") + "\n").unwrap();
     tmp
 }
 
@@ -51,10 +79,15 @@ fn replace(lines: &mut [String], n: usize, from: &str, to: &str) {
 /// The written bodies, with their custom ids.
 type Bodies = Vec<(String, Vec<u8>)>;
 
+/// Assemble a copy of long-session.
+fn assemble(tmp: &Path) -> (AssembleSummary, Vec<String>, Bodies) {
+    assemble_as(&LONG, tmp)
+}
+
 /// Assemble the copy: the summary, its diagnostics as text (paths without
 /// the temp dir), and the written bodies.
-fn assemble(tmp: &Path) -> (AssembleSummary, Vec<String>, Bodies) {
-    let (device, _) = captured(Path::new(DIR));
+fn assemble_as(sc: &Scenario, tmp: &Path) -> (AssembleSummary, Vec<String>, Bodies) {
+    let (device, _) = captured(Path::new(sc.dir));
     let opts = AssembleOptions {
         assembler: Assembler {
             records: RecordOptions { device_id: device, ..RecordOptions::default() },
@@ -77,12 +110,18 @@ fn assemble(tmp: &Path) -> (AssembleSummary, Vec<String>, Bodies) {
     (s, diags, bodies)
 }
 
-/// The written bodies are the captured ones of requests `want`, byte for byte.
+/// The written bodies are long-session's captured requests `want`.
 fn assert_written(bodies: &[(String, Vec<u8>)], want: &[usize]) {
-    let (_, raws) = captured(Path::new(DIR));
-    assert_eq!(raws.len(), 6);
+    assert_written_as(&LONG, bodies, want)
+}
+
+/// The written bodies are the captured ones of requests `want`, byte for
+/// byte, under their custom ids.
+fn assert_written_as(sc: &Scenario, bodies: &[(String, Vec<u8>)], want: &[usize]) {
+    let (_, raws) = captured(Path::new(sc.dir));
+    assert_eq!(raws.len(), sc.requests);
     let ids: Vec<&str> = bodies.iter().map(|(id, _)| id.as_str()).collect();
-    let want_ids: Vec<String> = want.iter().map(|n| format!("{SID}_{n}")).collect();
+    let want_ids: Vec<String> = want.iter().map(|n| format!("{}_{n}", sc.sid)).collect();
     assert_eq!(ids, want_ids);
     for ((id, body), n) in bodies.iter().zip(want) {
         assert!(body == &raws[*n], "{id}: {}", crate::common::first_diff(body, &raws[*n]));
@@ -170,6 +209,28 @@ fn a_lost_record_line_names_itself_in_every_request_it_takes_along() {
             extends(3, 37, R3, R2, 31),
             extends(4, 41, R4, R3, 37),
             extends(5, 45, R5, R4, 41),
+        ]
+    );
+}
+
+#[test]
+fn an_unreadable_record_keeps_the_index_of_every_later_request() {
+    // resume-multi-prompt's record 1 (line 24) cut after 300 bytes: records
+    // 2 and 3 have no base and are rebuilt, under their own indexes (they
+    // were written as _1 and _2, the custom ids of other requests).
+    let tmp = copy_of(&RESUME, |l| l[23].truncate(300));
+    let (s, diags, bodies) = assemble_as(&RESUME, tmp.path());
+    assert_eq!((s.recorded_requests, s.requests_written), (4, 3));
+    assert_written_as(&RESUME, &bodies, &[0, 2, 3]);
+    let f = format!("{}.jsonl", RESUME.sid);
+    assert_eq!(
+        diags,
+        [
+            format!("{f}:24: invalid_json: invalid JSON: Syntax at character 0"),
+            format!(
+                "{f}:24: not_rebuilt: this line begins as an api-request record (request 1 of its chain) but cannot \
+                 be read: not rebuilt"
+            ),
         ]
     );
 }
