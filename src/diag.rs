@@ -27,6 +27,12 @@ pub enum DiagKind {
     LineTooLong,
     /// Valid JSON that is not an object.
     NotAnObject,
+    /// A number no 64-bit type holds; the line is kept and the number read
+    /// as JavaScript's `JSON.parse` reads it: an integer beyond 64 bits as
+    /// the nearest double (a field that needs an integer, such as a token
+    /// count, then treats it as absent), a number beyond the range of a
+    /// double (`1e400`) as `null` (absent). The message names the field.
+    NumberOutOfRange,
     /// An object without a string `type`.
     MissingType,
     /// A `type` this version of ctxasm does not know; the entry is kept as
@@ -41,6 +47,11 @@ pub enum DiagKind {
     /// A recorded request that cannot be rebuilt exactly (a tail hash that
     /// matches no message, a missing base or shape, a bad cacheControl path).
     RecordMismatch,
+    /// A recorded piece with a field missing or of the wrong type (an
+    /// `api-request` whose `params` is not an object or whose `model` is not
+    /// a string, a shape whose `system` is not an array, a blob that is not
+    /// a message): the request is not rebuilt, never written as recorded.
+    InvalidRecord,
     /// An assembled request that breaks a Messages API rule
     /// (`assemble::validate`).
     InvalidRequest,
@@ -52,7 +63,8 @@ pub enum DiagKind {
     ApproximatedProfile,
     /// A request the session sent that ctxasm cannot rebuild (records
     /// mode: a compaction no record holds, with no profile that knows the
-    /// instruction).
+    /// instruction; a request that keeps a message lost with an earlier
+    /// request, named with the line that lost it).
     NotRebuilt,
     /// The session calls MCP tools its environment snapshot or profile
     /// cannot render (no `env/mcp.json`, or a profile without an MCP
@@ -73,12 +85,14 @@ impl DiagKind {
             DiagKind::TruncatedLine => "truncated_line",
             DiagKind::LineTooLong => "line_too_long",
             DiagKind::NotAnObject => "not_an_object",
+            DiagKind::NumberOutOfRange => "number_out_of_range",
             DiagKind::MissingType => "missing_type",
             DiagKind::UnknownType => "unknown_type",
             DiagKind::DuplicateUuid => "duplicate_uuid",
             DiagKind::MissingParent => "missing_parent",
             DiagKind::ParentCycle => "parent_cycle",
             DiagKind::RecordMismatch => "record_mismatch",
+            DiagKind::InvalidRecord => "invalid_record",
             DiagKind::InvalidRequest => "invalid_request",
             DiagKind::MemoryRefused => "memory_refused",
             DiagKind::ApproximatedProfile => "approximated_profile",

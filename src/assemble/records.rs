@@ -12,6 +12,18 @@
 //! matches nothing is a diagnostic naming the request and position; that
 //! request is not emitted.
 //!
+//! What cannot be proven is lost alone, and said so: a request's messages
+//! are kept message by message, a lost one marked with the line that lost
+//! it. A later request that keeps a lost message (or extends a request
+//! whose messages are not known at all: a record on an unreadable line, a
+//! record with a broken `base`/`keep`/`tail`) is not emitted either, with a
+//! `not_rebuilt` diagnostic naming the line and cause it inherits; one that
+//! keeps only known messages (`keep` 0, a `keep` below the lost message) is
+//! rebuilt. A lookup that fails names the lines before it that could not be
+//! read. Recorded fields of the wrong type (`params: null`, `"model": 5`)
+//! are `invalid_record` diagnostics ([`validate::check_record`]): such a
+//! request is never written as recorded.
+//!
 //! Wire rules the captures show (all 14 scenarios of
 //! `../shared/corpora/claude-code-2.1.328`, byte for byte):
 //! - `cache_control` is appended as the last member of the object a
@@ -31,7 +43,7 @@
 
 use super::wire::{self, BILLING_SALT, collapse, custom_id, first_user_text, id_session_part, with_member};
 pub use super::wire::{PLACEHOLDER_DEVICE_ID, RecordOptions};
-use super::{Body, Request};
+use super::{Body, Request, validate};
 use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::json::Json;
@@ -168,22 +180,27 @@ pub fn assemble_records<'a>(bump: &'a Bump, session: &Session<'a, '_>, opts: &Re
     let mut out = SessionRecords::default();
     let mut scratch = Vec::with_capacity(64 * 1024);
     // Shapes and blobs may be written by any file of the session.
-    let mut shapes: HashMap<&'a str, &'a Json<'a>> = HashMap::new();
+    let mut shapes: HashMap<&'a str, Result<&'a Json<'a>, &'a str>> = HashMap::new();
     let mut blobs: HashMap<[u8; 32], &'a Json<'a>> = HashMap::new();
     for f in session.files() {
         for e in &f.parsed.entries {
             match e.kind {
                 EntryKind::ApiRequestShape { shape_hash: Some(h), shape: Some(s) } => {
+                    let at = |kind, msg: String| Diagnostic::new(f.file.display.as_str(), e.line, kind, msg);
+                    let problems = validate::check_shape(s);
+                    if !problems.is_empty() {
+                        let why: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                        let why = why.join(", ");
+                        out.diagnostics.push(at(DiagKind::InvalidRecord, format!("api-request-shape {h}: {why}")));
+                        shapes.insert(h, Err(bump.alloc_str(&format!("line {}: {why}", e.line))));
+                        continue;
+                    }
                     let got = hex(&message_hash(s, &mut scratch));
                     if got != h {
-                        out.diagnostics.push(Diagnostic::new(
-                            f.file.display.as_str(),
-                            e.line,
-                            DiagKind::RecordMismatch,
-                            format!("api-request-shape {h} hashes to {got}"),
-                        ));
+                        out.diagnostics
+                            .push(at(DiagKind::RecordMismatch, format!("api-request-shape {h} hashes to {got}")));
                     }
-                    shapes.insert(h, s);
+                    shapes.insert(h, Ok(s));
                 }
                 EntryKind::ApiRequestBlob { hash: Some(h), message: Some(m) } => {
                     if let Some(key) = parse_sha256(h) {
@@ -208,12 +225,56 @@ pub fn assemble_records<'a>(bump: &'a Bump, session: &Session<'a, '_>, opts: &Re
     out
 }
 
+/// A message of a request, as far as replay knows it.
+#[derive(Debug, Clone, Copy)]
+enum Slot<'a> {
+    Known(&'a Json<'a>),
+    /// Not known; why, from the line that lost it.
+    Unknown(&'a str),
+}
+
+/// What replay knows of a request, for the later requests that extend it.
+#[derive(Debug)]
+struct Sent<'a> {
+    line: u32,
+    /// Its messages; `Err(why)` when not even their number is known.
+    slots: Result<Vec<Slot<'a>>, &'a str>,
+}
+
+/// Why the messages a request keeps of its base are not known.
+enum Lost<'a> {
+    /// A fault of this record (its base is in no record, it keeps more
+    /// messages than the base had): the text after `api-request <id>`.
+    Here(String),
+    /// Its base was not rebuilt: the base's id and line, and the first cause.
+    Base { base: &'a str, line: u32, cause: &'a str },
+}
+
+/// `; before it, line 21 (invalid_json) could not be read`: the lines of
+/// `file` before `line` that gave no entry, the likely reason a record or
+/// message cannot be found.
+fn unread_before(file: &ParsedFile<'_, '_>, line: u32) -> String {
+    let bad: Vec<String> = file
+        .parsed
+        .diagnostics
+        .iter()
+        .filter(|d| d.kind.is_bad_line() && d.line < line)
+        .map(|d| format!("{} ({})", d.line, d.kind))
+        .collect();
+    match bad.len() {
+        0 => String::new(),
+        1 => format!("; before it, line {} could not be read", bad[0]),
+        n if n <= 5 => format!("; before it, lines {} could not be read", bad.join(", ")),
+        n => format!("; before it, lines {} and {} more could not be read", bad[..5].join(", "), n - 5),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn replay_chain<'a>(
     bump: &'a Bump,
     chain: &Chain<'a, '_>,
     session: &Session<'a, '_>,
-    shapes: &HashMap<&'a str, &'a Json<'a>>,
+    shapes: &HashMap<&'a str, Result<&'a Json<'a>, &'a str>>,
     blobs: &HashMap<[u8; 32], &'a Json<'a>>,
     opts: &RecordOptions,
     scratch: &mut Vec<u8>,
@@ -228,73 +289,168 @@ fn replay_chain<'a>(
         .unwrap_or("cli");
     let mut candidates: Option<Candidates<'a>> = None;
     let mut verified: std::collections::HashSet<[u8; 32]> = std::collections::HashSet::new();
-    // Canonical messages (no cache control) of each request, by id.
-    let mut sent: HashMap<&'a str, Vec<&'a Json<'a>>> = HashMap::new();
+    // The messages of each request (canonical: no cache control), by id.
+    let mut sent: HashMap<&'a str, Sent<'a>> = HashMap::new();
     // Wire forms of canonical messages, so a message kept across requests
     // is one node (and one dedup segment).
     let mut collapsed: HashMap<*const Json<'a>, &'a Json<'a>> = HashMap::new();
     let mut n = 0usize;
+    // Record lines that could not be read: lost requests, counted in place.
+    let mut unread = chain.file.parsed.unread_records.iter().copied().peekable();
+    let lost_record = |line: u32, n: &mut usize, out: &mut SessionRecords<'a>| {
+        out.recorded += 1;
+        let msg = format!(
+            "this line begins as an api-request record (request {n} of its chain) but cannot be read: not rebuilt"
+        );
+        out.diagnostics.push(Diagnostic::new(display, line, DiagKind::NotRebuilt, msg));
+        *n += 1;
+    };
     for e in entries {
         let EntryKind::ApiRequest(r) = &e.kind else { continue };
+        while let Some(line) = unread.next_if(|l| *l < e.line) {
+            lost_record(line, &mut n, out);
+        }
         out.recorded += 1;
-        let fail = |msg: String| Diagnostic::new(display, e.line, DiagKind::RecordMismatch, msg);
+        let index = n;
+        n += 1;
+        let diag = |kind: DiagKind, msg: String| Diagnostic::new(display, e.line, kind, msg);
         let rid = r.id.unwrap_or("?");
-        let mut messages = match kept_messages(r, &sent) {
-            Ok(m) => m,
-            Err(msg) => {
-                out.diagnostics.push(fail(format!("api-request {rid}{msg}")));
-                n += 1;
+        let hint = || unread_before(chain.file, e.line);
+        // Fields of the wrong type: reported, never replayed as they are.
+        let problems = validate::check_record(e.raw);
+        for p in &problems {
+            let what = if p.hides_messages { "its messages are not known" } else { "not rebuilt" };
+            out.diagnostics.push(diag(DiagKind::InvalidRecord, format!("api-request {rid}: {p}; {what}")));
+        }
+        if let Some(p) = problems.iter().find(|p| p.hides_messages) {
+            if let Some(id) = r.id {
+                let cause = format!("line {}: api-request {id}: {p}", e.line);
+                sent.insert(id, Sent { line: e.line, slots: Err(bump.alloc_str(&cause)) });
+            }
+            continue;
+        }
+        let mut slots = match kept_slots(r, &sent) {
+            Ok(s) => s,
+            Err(lost) => {
+                let cause: &'a str = match lost {
+                    Lost::Here(msg) => {
+                        let msg = format!("api-request {rid}{msg}{}", hint());
+                        let cause = bump.alloc_str(&format!("line {}: {msg}", e.line));
+                        out.diagnostics.push(diag(DiagKind::RecordMismatch, msg));
+                        cause
+                    }
+                    Lost::Base { base, line, cause } => {
+                        out.diagnostics.push(diag(
+                            DiagKind::NotRebuilt,
+                            format!(
+                                "api-request {rid} (request {index} of its chain) not rebuilt: it extends api-request \
+                                 {base} (line {line}), which was not rebuilt: {cause}"
+                            ),
+                        ));
+                        cause
+                    }
+                };
+                if let Some(id) = r.id {
+                    sent.insert(id, Sent { line: e.line, slots: Err(cause) });
+                }
                 continue;
             }
         };
+        let kept = slots.len();
         let mut tail =
             TailLookup { bump, entries, blobs, candidates: &mut candidates, verified: &mut verified, scratch };
-        let complete = tail.resolve(r, n, &mut messages, out, &fail);
-        if !complete {
-            n += 1;
-            continue;
+        tail.resolve(r, e.line, index, &mut slots, out, &diag, &hint);
+        let known: Option<Vec<&'a Json<'a>>> = slots
+            .iter()
+            .map(|s| match s {
+                Slot::Known(m) => Some(*m),
+                Slot::Unknown(_) => None,
+            })
+            .collect();
+        // A message it keeps was lost with an earlier request (its own tail
+        // misses were reported by `resolve`).
+        if let Some((i, Slot::Unknown(cause))) =
+            slots[..kept].iter().enumerate().find(|(_, s)| matches!(s, Slot::Unknown(_)))
+        {
+            let base = r.base.unwrap_or("?");
+            let line = r.base.and_then(|b| sent.get(b)).map_or(0, |s| s.line);
+            out.diagnostics.push(diag(
+                DiagKind::NotRebuilt,
+                format!(
+                    "api-request {rid} (request {index} of its chain) not rebuilt: its message {i}, kept from \
+                     api-request {base} (line {line}), was lost at {cause}"
+                ),
+            ));
         }
         if let Some(id) = r.id {
-            sent.insert(id, messages.clone());
+            sent.insert(id, Sent { line: e.line, slots: Ok(slots) });
         }
-        let Some(shape) = r.shape_hash.and_then(|h| shapes.get(h)) else {
-            out.diagnostics.push(fail(format!("api-request {rid}: shape {:?} is not recorded", r.shape_hash)));
-            n += 1;
+        let Some(messages) = known else { continue };
+        if !problems.is_empty() {
             continue;
+        }
+        let shape = match r.shape_hash.and_then(|h| shapes.get(h)) {
+            Some(Ok(shape)) => *shape,
+            Some(Err(why)) => {
+                let msg = format!("api-request {rid}: its shape {} is not usable: {why}", r.shape_hash.unwrap_or(""));
+                out.diagnostics.push(diag(DiagKind::RecordMismatch, msg));
+                continue;
+            }
+            None => {
+                let h = r.shape_hash.unwrap_or("(none)");
+                let msg = format!(
+                    "api-request {rid}: its shape {h} is in no api-request-shape line of the session{}",
+                    hint()
+                );
+                out.diagnostics.push(diag(DiagKind::RecordMismatch, msg));
+                continue;
+            }
         };
         match build_body(bump, e, r, shape, messages, entrypoint, opts, &mut collapsed) {
             Ok(body) => {
                 let session_id = e.env.session_id.unwrap_or("");
                 out.requests.push(Request {
-                    custom_id: custom_id(&id_session_part(chain.file.file, session_id), chain.agent_id, n),
+                    custom_id: custom_id(&id_session_part(chain.file.file, session_id), chain.agent_id, index),
                     session_id,
                     agent_id: chain.agent_id,
-                    index: n,
+                    index,
                     file: display,
                     line: e.line,
                     timestamp: e.env.timestamp,
                     body,
                 });
             }
-            Err(msg) => out.diagnostics.push(fail(format!("api-request {rid}: {msg}"))),
+            Err(msg) => out.diagnostics.push(diag(DiagKind::RecordMismatch, format!("api-request {rid}: {msg}"))),
         }
-        n += 1;
+    }
+    for line in unread {
+        lost_record(line, &mut n, out);
     }
 }
 
-/// The messages a request keeps of its base request (`base`, `keep`); the
-/// error is the text after `api-request <id>`.
-fn kept_messages<'a>(
+/// The messages a request keeps of its base request (`base`, `keep`).
+fn kept_slots<'a>(
     r: &crate::model::entry::ApiRequest<'a>,
-    sent: &HashMap<&'a str, Vec<&'a Json<'a>>>,
-) -> Result<Vec<&'a Json<'a>>, String> {
-    let Some(base) = r.base else { return Ok(Vec::new()) };
-    let Some(prev) = sent.get(base) else { return Err(format!(": base request {base} is not in the chain")) };
-    let keep = r.keep.map_or(prev.len(), |k| k as usize);
-    if keep > prev.len() {
-        return Err(format!(" keeps {keep} messages of {base}, which had {}", prev.len()));
+    sent: &HashMap<&'a str, Sent<'a>>,
+) -> Result<Vec<Slot<'a>>, Lost<'a>> {
+    // Keeping nothing needs no base (`check_record` refuses a keep without one).
+    let Some(base) = r.base.filter(|_| r.keep != Some(0)) else { return Ok(Vec::new()) };
+    let Some(prev) = sent.get(base) else {
+        return Err(Lost::Here(format!(": its base, api-request {base}, is in no earlier record of this file")));
+    };
+    let prev_slots = match &prev.slots {
+        Ok(s) => s,
+        Err(cause) => return Err(Lost::Base { base, line: prev.line, cause }),
+    };
+    let keep = r.keep.map_or(prev_slots.len(), |k| usize::try_from(k).unwrap_or(usize::MAX));
+    if keep > prev_slots.len() {
+        return Err(Lost::Here(format!(
+            " keeps {keep} messages of api-request {base} (line {}), which had {}",
+            prev.line,
+            prev_slots.len()
+        )));
     }
-    Ok(prev[..keep].to_vec())
+    Ok(prev_slots[..keep].to_vec())
 }
 
 /// Where a chain's tail hashes are looked up: the blobs (each checked once
@@ -309,40 +465,65 @@ struct TailLookup<'a, 'r> {
 }
 
 impl<'a> TailLookup<'a, '_> {
-    /// Append the messages of `r.tail` to `messages`; false (with a
-    /// diagnostic per miss) when one is not found.
+    /// Append the messages of `r.tail` (of the record at `line`) to
+    /// `slots`: each is known, or unknown with a diagnostic saying why.
+    #[allow(clippy::too_many_arguments)]
     fn resolve(
         &mut self,
         r: &crate::model::entry::ApiRequest<'a>,
+        line: u32,
         n: usize,
-        messages: &mut Vec<&'a Json<'a>>,
+        slots: &mut Vec<Slot<'a>>,
         out: &mut SessionRecords<'a>,
-        fail: &dyn Fn(String) -> Diagnostic,
-    ) -> bool {
+        diag: &dyn Fn(DiagKind, String) -> Diagnostic,
+        hint: &dyn Fn() -> String,
+    ) {
         let rid = r.id.unwrap_or("?");
-        let mut complete = true;
         for (pos, h) in r.tail.iter().enumerate() {
             out.messages_hashed += 1;
-            let Some(key) = parse_sha256(h) else {
-                out.diagnostics.push(fail(format!("api-request {rid}: tail[{pos}] is not a SHA-256: {h:?}")));
-                complete = false;
-                continue;
-            };
-            match self.find(key) {
-                Some(m) => {
+            let at = slots.len();
+            let short = h.get(..12).unwrap_or(h);
+            // The diagnostic, and the cause later requests that keep the
+            // message name.
+            let (kind, msg, cause) = match parse_sha256(h).map(|key| self.find(key)) {
+                None => (
+                    DiagKind::RecordMismatch,
+                    format!("api-request {rid}: tail[{pos}] is not a SHA-256: {h:?}"),
+                    format!("line {line}: tail[{pos}] of api-request {rid} is not a SHA-256"),
+                ),
+                Some(Some(m)) => {
                     out.hash_matches += 1;
-                    messages.push(m);
+                    match validate::check_message(m) {
+                        None => {
+                            slots.push(Slot::Known(m));
+                            continue;
+                        }
+                        Some(why) => (
+                            DiagKind::InvalidRecord,
+                            format!(
+                                "api-request {rid}: tail[{pos}] = message {at} of the request, hash {h}: the message {why}"
+                            ),
+                            format!("line {line}: tail[{pos}] of api-request {rid} (hash {short}…) is not a message"),
+                        ),
+                    }
                 }
-                None => {
-                    out.diagnostics.push(fail(format!(
-                        "api-request {rid} (request {n} of its chain): tail[{pos}] = message {} of the request, hash {h}, matches no blob and no message rebuilt from the transcript",
-                        messages.len() + pos
-                    )));
-                    complete = false;
+                Some(None) => {
+                    let hint = hint();
+                    (
+                        DiagKind::RecordMismatch,
+                        format!(
+                            "api-request {rid} (request {n} of its chain): tail[{pos}] = message {at} of the request, hash {h}, \
+                             matches no blob and no message rebuilt from the transcript{hint}"
+                        ),
+                        format!(
+                            "line {line}: tail[{pos}] of api-request {rid} (hash {short}…) matches no message{hint}"
+                        ),
+                    )
                 }
-            }
+            };
+            slots.push(Slot::Unknown(self.bump.alloc_str(&cause)));
+            out.diagnostics.push(diag(kind, msg));
         }
-        complete
     }
 
     /// The message whose hash is `key`.
@@ -525,6 +706,47 @@ mod tests {
         assert!(std::ptr::eq(collapse(&bump, two), two));
         // A bad path is refused, not guessed.
         assert!(set_cache_control(&bump, m, &[Json::Str("content"), Json::U64(3)], cc).is_none());
+    }
+
+    #[test]
+    fn a_request_that_keeps_only_known_messages_is_rebuilt() {
+        let bump = Bump::new();
+        let m0 = parse(&bump, r#"{"role":"user","content":"a"}"#);
+        let mut sent = HashMap::new();
+        let lost = "line 7: tail[1] of api-request r1 (hash 7ac4973e460f…) matches no message";
+        sent.insert("r1", Sent { line: 7, slots: Ok(vec![Slot::Known(m0), Slot::Unknown(lost)]) });
+        sent.insert("r2", Sent { line: 9, slots: Err("line 9: api-request r2: keep is a string (\"2\")") });
+        let req = |base, keep| crate::model::entry::ApiRequest {
+            id: Some("x"),
+            base,
+            keep,
+            tail: &[],
+            cache_control: None,
+            params: None,
+            shape_hash: None,
+            request_digest: None,
+            query_source: None,
+        };
+        let known = |r| match kept_slots(&r, &sent) {
+            Ok(slots) => slots.iter().map(|s| matches!(s, Slot::Known(_))).collect::<Vec<bool>>(),
+            Err(_) => panic!("lost"),
+        };
+        // Below the lost message, nothing is lost; keeping it carries it.
+        assert_eq!(known(req(Some("r1"), Some(1))), [true]);
+        assert_eq!(known(req(Some("r1"), None)), [true, false]);
+        // Keeping nothing needs no base, known or not.
+        assert_eq!(known(req(Some("r2"), Some(0))), [false; 0]);
+        assert_eq!(known(req(Some("never-recorded"), Some(0))), [false; 0]);
+        assert_eq!(known(req(None, None)), [false; 0]);
+        // What cannot be kept says why.
+        let why = |r| match kept_slots(&r, &sent) {
+            Ok(_) => panic!("kept"),
+            Err(Lost::Here(m)) => m,
+            Err(Lost::Base { base, line, cause }) => format!("{base}@{line}: {cause}"),
+        };
+        assert_eq!(why(req(Some("r2"), Some(1))), "r2@9: line 9: api-request r2: keep is a string (\"2\")");
+        assert_eq!(why(req(Some("r0"), Some(1))), ": its base, api-request r0, is in no earlier record of this file");
+        assert_eq!(why(req(Some("r1"), Some(3))), " keeps 3 messages of api-request r1 (line 7), which had 2");
     }
 
     #[test]

@@ -14,6 +14,12 @@
 //!   cannot carry one; every 1h breakpoint comes before any 5m one;
 //! - at most 100 media blocks (image, document), tool results included;
 //! - no empty text block.
+//!
+//! [`check_record`], [`check_shape`] and [`check_message`] check the
+//! recorded pieces record replay builds a body from (an `api-request` line,
+//! an `api-request-shape`, a message found by its hash) for the fields and
+//! types the body needs: a record that fails them is reported, not replayed
+//! into a broken request.
 
 use super::Body;
 use crate::json::Json;
@@ -265,6 +271,177 @@ fn check_counts(counts: &Counts, out: &mut Vec<Violation>) {
     }
 }
 
+/// A field of a recorded piece that is missing or of the wrong type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldProblem {
+    /// JSON path in its line: `params.model`, `tail[2]`, `shape.system`.
+    pub field: String,
+    /// `is a number (5), not a string`.
+    pub detail: String,
+    /// The problem hides which messages the request holds (`base`, `keep`,
+    /// `tail`): a later request that keeps them cannot be rebuilt either.
+    pub hides_messages: bool,
+}
+
+impl fmt::Display for FieldProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.field, self.detail)
+    }
+}
+
+/// `a number (5)`, `null`, `an object`: what a value is, for a message.
+fn what(v: &Json<'_>) -> String {
+    let shown = || crate::diag::clip(&v.to_compact_string(), 40);
+    match v {
+        Json::Null => "null".into(),
+        Json::Bool(_) => format!("a boolean ({})", shown()),
+        Json::I64(_) | Json::U64(_) | Json::F64(_) => format!("a number ({})", shown()),
+        Json::Str(_) => format!("a string ({})", shown()),
+        Json::Arr(_) => "an array".into(),
+        Json::Obj(_) => "an object".into(),
+    }
+}
+
+/// Collects the problems of one line.
+struct Fields {
+    out: Vec<FieldProblem>,
+}
+
+impl Fields {
+    fn bad(&mut self, field: &str, detail: String, hides_messages: bool) {
+        self.out.push(FieldProblem { field: field.to_string(), detail, hides_messages });
+    }
+
+    /// `v` (at `field`) must satisfy `ok`, described as `want`; `None` is
+    /// "missing" unless `optional`.
+    fn check(
+        &mut self,
+        field: &str,
+        v: Option<&Json<'_>>,
+        optional: bool,
+        want: &str,
+        ok: fn(&Json<'_>) -> bool,
+        hides_messages: bool,
+    ) {
+        match v {
+            None if optional => {}
+            None => self.bad(field, format!("is missing (must be {want})"), hides_messages),
+            Some(v) if ok(v) => {}
+            Some(v) => self.bad(field, format!("is {}, not {want}", what(v)), hides_messages),
+        }
+    }
+}
+
+fn is_str(v: &Json<'_>) -> bool {
+    matches!(v, Json::Str(_))
+}
+
+fn is_obj(v: &Json<'_>) -> bool {
+    matches!(v, Json::Obj(_))
+}
+
+fn is_arr(v: &Json<'_>) -> bool {
+    matches!(v, Json::Arr(_))
+}
+
+/// Params the body writes itself: a recorded one would be a second member.
+const BODY_OWN: &[&str] = &["messages", "system", "tools", "metadata", "stream"];
+
+/// The problems of a recorded request (an `api-request` line, `raw`):
+/// `id` a string; `base` a string (or absent / null: no base); `keep` a
+/// non-negative integer (absent: all of the base's messages; 0 without a
+/// base); `tail` an array of strings; `shapeHash` a string; `cacheControl`
+/// an array (or absent); `params` an object with `model` a string,
+/// `max_tokens` a positive integer, `betas` an array of strings (or
+/// absent), `thinking`, `context_management`, `output_config` objects (or
+/// absent), no member twice and none of the members the body writes itself
+/// (`messages`, `system`, `tools`, `metadata`, `stream`).
+pub fn check_record(raw: &Json<'_>) -> Vec<FieldProblem> {
+    let mut f = Fields { out: Vec::new() };
+    f.check("id", raw.get("id"), false, "a string", is_str, false);
+    let base = raw.get("base").filter(|b| !b.is_null());
+    f.check("base", base, true, "a string", is_str, true);
+    let keep = raw.get("keep");
+    f.check("keep", keep, true, "a non-negative integer", |v| v.as_u64().is_some(), true);
+    if base.is_none()
+        && let Some(k) = keep.and_then(Json::as_u64).filter(|k| *k > 0)
+    {
+        f.bad("keep", format!("is {k} but the record names no base"), true);
+    }
+    match raw.get("tail") {
+        Some(Json::Arr(items)) => {
+            for (i, item) in items.iter().enumerate() {
+                f.check(&format!("tail[{i}]"), Some(item), false, "a string", is_str, true);
+            }
+        }
+        other => f.check("tail", other, false, "an array of message hashes", is_arr, true),
+    }
+    f.check("shapeHash", raw.get("shapeHash"), false, "a string", is_str, false);
+    f.check("cacheControl", raw.get("cacheControl"), true, "an array", is_arr, false);
+    let params = raw.get("params");
+    f.check("params", params, false, "an object", is_obj, false);
+    if let Some(Json::Obj(members)) = params {
+        let p = params.copied().unwrap_or(Json::Null);
+        f.check("params.model", p.get("model"), false, "a string", is_str, false);
+        let positive = |v: &Json<'_>| v.as_u64().is_some_and(|n| n > 0);
+        f.check("params.max_tokens", p.get("max_tokens"), false, "a positive integer", positive, false);
+        match p.get("betas") {
+            Some(Json::Arr(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    f.check(&format!("params.betas[{i}]"), Some(item), false, "a string", is_str, false);
+                }
+            }
+            other => f.check("params.betas", other, true, "an array of strings", is_arr, false),
+        }
+        for key in ["thinking", "context_management", "output_config"] {
+            f.check(&format!("params.{key}"), p.get(key), true, "an object", is_obj, false);
+        }
+        let mut seen: HashSet<&str> = HashSet::default();
+        for (k, _) in members.iter() {
+            if BODY_OWN.contains(k) {
+                f.bad(&format!("params.{k}"), "is written by the body itself: it would be sent twice".into(), false);
+            } else if !seen.insert(k) {
+                f.bad(&format!("params.{k}"), "is recorded twice".into(), false);
+            }
+        }
+    }
+    f.out
+}
+
+/// The problems of a recorded shape (`shape` of an `api-request-shape`):
+/// an object whose `system` and `tools` are arrays (or absent), the system
+/// blocks objects.
+pub fn check_shape(shape: &Json<'_>) -> Vec<FieldProblem> {
+    let mut f = Fields { out: Vec::new() };
+    if !is_obj(shape) {
+        f.bad("shape", format!("is {}, not an object", what(shape)), false);
+        return f.out;
+    }
+    match shape.get("system") {
+        Some(Json::Arr(blocks)) => {
+            for (i, b) in blocks.iter().enumerate() {
+                f.check(&format!("shape.system[{i}]"), Some(b), false, "an object", is_obj, false);
+            }
+        }
+        other => f.check("shape.system", other, true, "an array", is_arr, false),
+    }
+    f.check("shape.tools", shape.get("tools"), true, "an array", is_arr, false);
+    f.out
+}
+
+/// Why `m` is not a message (an object with a string `role` and a string
+/// or array `content`), if it is not.
+pub fn check_message(m: &Json<'_>) -> Option<String> {
+    if !is_obj(m) {
+        return Some(format!("is {}, not a message object", what(m)));
+    }
+    let mut f = Fields { out: Vec::new() };
+    f.check("role", m.get("role"), false, "a string", is_str, false);
+    f.check("content", m.get("content"), false, "a string or an array", |v| is_str(v) || is_arr(v), false);
+    let problems: Vec<String> = f.out.iter().map(ToString::to_string).collect();
+    (!problems.is_empty()).then(|| problems.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -338,5 +515,88 @@ mod tests {
             r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}"#
         );
         assert_eq!(rules(&body(&bump, &many)), vec![Rule::TooManyMedia]);
+    }
+
+    fn problems(f: fn(&Json<'_>) -> Vec<FieldProblem>, text: &str) -> Vec<String> {
+        let bump = Bump::new();
+        let v = LineParser::new().parse(&bump, text.as_bytes()).unwrap();
+        f(&v).iter().map(|p| format!("{p}{}", if p.hides_messages { " [messages]" } else { "" })).collect()
+    }
+
+    #[test]
+    fn a_recorded_request_needs_its_fields_with_their_types() {
+        // The 2.1.328 long-session request 1, cut to its fields.
+        let good = r#"{"type":"api-request","id":"r1","shapeHash":"h","params":{"model":"claude-opus-5-5","betas":["b"],"max_tokens":128000,"thinking":{"type":"adaptive"},"context_management":{"edits":[]},"output_config":{"effort":"medium"}},"base":"r0","keep":2,"tail":["aa","bb"],"cacheControl":[],"requestDigest":"d"}"#;
+        assert_eq!(problems(check_record, good), Vec::<String>::new());
+        let first = r#"{"id":"r0","shapeHash":"h","params":{"model":"m","max_tokens":1},"keep":0,"tail":["aa"]}"#;
+        assert_eq!(problems(check_record, first), Vec::<String>::new());
+        let cases: &[(&str, &str, &[&str])] = &[
+            (r#""model":"claude-opus-5-5""#, r#""model":5"#, &["params.model is a number (5), not a string"]),
+            (r#""params":{"#, r#""params":null,"p":{"#, &["params is null, not an object"]),
+            (r#","max_tokens":128000"#, "", &["params.max_tokens is missing (must be a positive integer)"]),
+            (
+                r#""max_tokens":128000"#,
+                r#""max_tokens":"128000""#,
+                &[r#"params.max_tokens is a string ("128000"), not a positive integer"#],
+            ),
+            (
+                r#""max_tokens":128000"#,
+                r#""max_tokens":0"#,
+                &["params.max_tokens is a number (0), not a positive integer"],
+            ),
+            (r#""betas":["b"]"#, r#""betas":["b",7]"#, &["params.betas[1] is a number (7), not a string"]),
+            (
+                r#""thinking":{"type":"adaptive"}"#,
+                r#""thinking":"adaptive""#,
+                &[r#"params.thinking is a string ("adaptive"), not an object"#],
+            ),
+            (
+                r#""output_config""#,
+                r#""stream":false,"output_config""#,
+                &["params.stream is written by the body itself: it would be sent twice"],
+            ),
+            (r#""output_config""#, r#""model":"x","output_config""#, &["params.model is recorded twice"]),
+            (r#""id":"r1""#, r#""id":1"#, &["id is a number (1), not a string"]),
+            (r#""shapeHash":"h""#, r#""shapeHash":null"#, &["shapeHash is null, not a string"]),
+            (r#""cacheControl":[]"#, r#""cacheControl":{}"#, &["cacheControl is an object, not an array"]),
+            (r#""keep":2"#, r#""keep":"2""#, &[r#"keep is a string ("2"), not a non-negative integer [messages]"#]),
+            (r#""keep":2"#, r#""keep":-1"#, &["keep is a number (-1), not a non-negative integer [messages]"]),
+            (r#""base":"r0""#, r#""base":7"#, &["base is a number (7), not a string [messages]"]),
+            (r#""base":"r0""#, r#""base":null"#, &["keep is 2 but the record names no base [messages]"]),
+            (
+                r#""tail":["aa","bb"]"#,
+                r#""tail":"aa""#,
+                &[r#"tail is a string ("aa"), not an array of message hashes [messages]"#],
+            ),
+            (r#""tail":["aa","bb"]"#, r#""tail":["aa",null]"#, &["tail[1] is null, not a string [messages]"]),
+        ];
+        for (from, to, want) in cases {
+            assert!(good.contains(from), "{from}");
+            assert_eq!(problems(check_record, &good.replacen(from, to, 1)), *want, "{to}");
+        }
+    }
+
+    #[test]
+    fn a_shape_and_a_message_need_their_types() {
+        assert_eq!(
+            problems(check_shape, r#"{"system":[{"type":"text","text":"x"}],"tools":[]}"#),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            problems(check_shape, r#"{"system":"x","tools":{}}"#),
+            [r#"shape.system is a string ("x"), not an array"#, "shape.tools is an object, not an array"]
+        );
+        assert_eq!(problems(check_shape, r#"{"system":[1]}"#), ["shape.system[0] is a number (1), not an object"]);
+        assert_eq!(problems(check_shape, "[]"), ["shape is an array, not an object"]);
+        let bump = Bump::new();
+        let msg = |t: &str| check_message(&LineParser::new().parse(&bump, t.as_bytes()).unwrap());
+        assert_eq!(msg(r#"{"role":"user","content":"x"}"#), None);
+        assert_eq!(msg(r#"{"role":"assistant","content":[]}"#), None);
+        assert_eq!(
+            msg(r#"{"role":5,"content":{}}"#).as_deref(),
+            Some("role is a number (5), not a string, content is an object, not a string or an array")
+        );
+        assert_eq!(msg(r#"{"content":"x"}"#).as_deref(), Some("role is missing (must be a string)"));
+        assert_eq!(msg("7").as_deref(), Some("is a number (7), not a message object"));
     }
 }

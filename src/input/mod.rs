@@ -6,7 +6,7 @@ pub mod lines;
 pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
-use crate::json::{Json, LineParser, ParseFailure};
+use crate::json::{Json, LineParser, OutOfRange, ParseFailure};
 use crate::model::entry::{Entry, EntryKind, type_entry};
 use bumpalo::Bump;
 use source::SourceOptions;
@@ -39,7 +39,15 @@ pub struct ParsedLines<'a> {
     pub diagnostics: Vec<Diagnostic>,
     /// Bytes read.
     pub bytes: u64,
+    /// Lines that gave no entry but begin as an `api-request` record does
+    /// (`{"type":"api-request",`, the key order 2.1.3xx writes): record
+    /// replay counts each as a lost request, so the later ones keep their
+    /// index.
+    pub unread_records: Vec<u32>,
 }
+
+/// How every `api-request` record line begins.
+const RECORD_PREFIX: &[u8] = br#"{"type":"api-request","#;
 
 thread_local! {
     static PARSER: RefCell<LineParser> = RefCell::new(LineParser::new());
@@ -67,6 +75,10 @@ fn parse_with<'a>(
     for line in lines::lines(data) {
         out.lines += 1;
         let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
+        if line.bytes.starts_with(RECORD_PREFIX) {
+            // Taken back below once the line gives an entry.
+            out.unread_records.push(line.number);
+        }
         if line.bytes.len() > opts.max_line_bytes {
             out.bad_lines += 1;
             out.diagnostics.push(bad(
@@ -79,8 +91,13 @@ fn parse_with<'a>(
             ));
             continue;
         }
-        let value = match parser.parse(bump, line.bytes) {
-            Ok(v) => v,
+        let value = match parser.parse_lenient(bump, line.bytes) {
+            Ok((v, out_of_range)) => {
+                for n in out_of_range {
+                    out.diagnostics.push(bad(DiagKind::NumberOutOfRange, out_of_range_message(&n)));
+                }
+                v
+            }
             Err(failure) => {
                 out.bad_lines += 1;
                 out.diagnostics.push(match failure {
@@ -102,6 +119,9 @@ fn parse_with<'a>(
         }
         match type_entry(bump, line.number, value, line.bytes) {
             Some(entry) => {
+                if out.unread_records.last() == Some(&line.number) {
+                    out.unread_records.pop();
+                }
                 if matches!(entry.kind, EntryKind::Unknown { .. }) {
                     out.diagnostics.push(bad(
                         DiagKind::UnknownType,
@@ -120,6 +140,27 @@ fn parse_with<'a>(
         out.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
     }
     out
+}
+
+/// What an out-of-range number was read as, for its diagnostic.
+fn out_of_range_message(n: &OutOfRange) -> String {
+    match n.read_as {
+        Some(f) => {
+            let mut text = Vec::new();
+            crate::json::writer::write_f64(&mut text, f);
+            let text = String::from_utf8_lossy(&text);
+            let exact = if text == n.literal { "exactly" } else { "rounded" };
+            format!(
+                "field {}: integer {} does not fit in 64 bits; read as the double {text} ({exact}, as JavaScript reads it); \
+                 a field that needs an integer treats it as absent",
+                n.path, n.literal
+            )
+        }
+        None => format!(
+            "field {}: number {} is beyond the range of a double; read as null (absent), as JavaScript writes it back",
+            n.path, n.literal
+        ),
+    }
 }
 
 fn kind_name(v: &Json<'_>) -> &'static str {
@@ -175,6 +216,28 @@ mod tests {
         assert_eq!(p.entries[2].type_name, "summary");
         assert_eq!(p.entries[2].line, 8);
         assert!(p.diagnostics.iter().all(|d| d.file == "f.jsonl"));
+    }
+
+    #[test]
+    fn out_of_range_numbers_keep_their_line_and_name_their_field() {
+        let bump = Bump::new();
+        let data = b"{\"type\":\"assistant\",\"uuid\":\"a\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":123456789012345678901234567890,\"output_tokens\":7}}}\n{\"type\":\"cost-state\",\"totalCostUSD\":1e400}\n";
+        let p = parse_bytes(&bump, data, "f.jsonl", &ReadOptions::default());
+        assert_eq!((p.lines, p.bad_lines, p.entries.len()), (2, 0, 2));
+        let got: Vec<String> = p.diagnostics.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                "f.jsonl:1: number_out_of_range: field message.usage.input_tokens: integer 123456789012345678901234567890 \
+                 does not fit in 64 bits; read as the double 1.2345678901234568e+29 (rounded, as JavaScript reads it); \
+                 a field that needs an integer treats it as absent",
+                "f.jsonl:2: number_out_of_range: field totalCostUSD: number 1e400 is beyond the range of a double; \
+                 read as null (absent), as JavaScript writes it back",
+            ]
+        );
+        let usage = p.entries[0].as_assistant().unwrap().usage.unwrap();
+        assert_eq!((usage.input_tokens, usage.output_tokens), (0, 7));
+        assert_eq!(p.entries[1].kind, EntryKind::CostState { total_cost_usd: None, model_usage: None });
     }
 
     #[test]

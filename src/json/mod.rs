@@ -8,7 +8,10 @@
 //! duplicates), which later stages need to re-serialize a body byte for byte.
 
 pub mod diff;
+mod numbers;
 pub mod writer;
+
+pub use numbers::OutOfRange;
 
 use bumpalo::Bump;
 use simd_json::{Buffers, Node, StaticNode, Tape};
@@ -222,20 +225,79 @@ impl LineParser {
     }
 
     /// Copy `line` into `bump`, parse it in place and return its value.
+    /// A number no 64-bit type holds fails the line (see
+    /// [`LineParser::parse_lenient`]).
     pub fn parse<'a>(&mut self, bump: &'a Bump, line: &[u8]) -> Result<Json<'a>, ParseFailure> {
+        let len = line.len();
+        let buf = Self::copy(bump, line);
+        let result = self.parse_in_place(bump, buf, len, None);
+        self.after(len);
+        result.map_err(|(msg, _)| Self::failure(line, msg))
+    }
+
+    /// [`LineParser::parse`], except that a line simd-json refuses only for
+    /// numbers no 64-bit type holds is still read, as JavaScript reads it
+    /// (`numbers`): an integer beyond 64 bits as the nearest double, a
+    /// number beyond the double range as `null`. Each is returned with its
+    /// field path, for the caller to report.
+    pub fn parse_lenient<'a>(
+        &mut self,
+        bump: &'a Bump,
+        line: &[u8],
+    ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
+        let len = line.len();
+        let buf = Self::copy(bump, line);
+        let result = match self.parse_in_place(bump, buf, len, None) {
+            Ok(v) => Ok((v, Vec::new())),
+            Err((msg, true)) => match numbers::replacements(line) {
+                // The failed parse may have unescaped strings in place: a
+                // fresh copy, with the numbers replaced.
+                Some(reps) => {
+                    let buf = Self::copy(bump, line);
+                    numbers::apply(buf, &reps);
+                    let mut track = numbers::Track::new(reps);
+                    match self.parse_in_place(bump, buf, len, Some(&mut track)) {
+                        Ok(v) if track.complete() => Ok((v, track.found)),
+                        Ok(_) => Err(msg),
+                        Err((again, _)) => Err(again),
+                    }
+                }
+                None => Err(msg),
+            },
+            Err((msg, false)) => Err(msg),
+        };
+        self.after(len);
+        result.map_err(|msg| Self::failure(line, msg))
+    }
+
+    /// `line` copied into `bump` with simd-json's padding after it.
+    fn copy<'a>(bump: &'a Bump, line: &[u8]) -> &'a mut [u8] {
         let len = line.len();
         let buf: &'a mut [u8] = bump.alloc_slice_fill_copy(len + simd_json::INPUT_PADDING, b' ');
         buf[..len].copy_from_slice(line);
-        let result = self.parse_in_place(bump, buf, len);
+        buf
+    }
+
+    /// After a line of `len` bytes: drop buffers a huge line grew.
+    fn after(&mut self, len: usize) {
         if len > SHRINK_AFTER {
             self.buffers = Buffers::new(64 * 1024);
         }
-        result.map_err(|msg| {
-            if std::str::from_utf8(line).is_err() { ParseFailure::InvalidUtf8 } else { ParseFailure::Syntax(msg) }
-        })
     }
 
-    fn parse_in_place<'a>(&mut self, bump: &'a Bump, buf: &'a mut [u8], len: usize) -> Result<Json<'a>, String> {
+    fn failure(line: &[u8], msg: String) -> ParseFailure {
+        if std::str::from_utf8(line).is_err() { ParseFailure::InvalidUtf8 } else { ParseFailure::Syntax(msg) }
+    }
+
+    /// Parse `buf[..len]`; the error is simd-json's message and whether it
+    /// is about a number.
+    fn parse_in_place<'a>(
+        &mut self,
+        bump: &'a Bump,
+        buf: &'a mut [u8],
+        len: usize,
+        track: Option<&mut numbers::Track<'a>>,
+    ) -> Result<Json<'a>, (String, bool)> {
         // The tape's allocation is recycled across lines: `reset` clears it and
         // forgets the previous input's lifetime.
         let mut tape: Tape<'a> = match self.tape.take() {
@@ -245,10 +307,14 @@ impl LineParser {
         let outcome = simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape);
         let value = match outcome {
             Ok(()) => {
-                let mut builder = Builder { nodes: &tape.0, pos: 0, bump };
-                builder.value().ok_or_else(|| "empty document".to_string())
+                let mut builder = Builder { nodes: &tape.0, pos: 0, bump, track };
+                builder.value().ok_or_else(|| ("empty document".to_string(), false))
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => {
+                let number =
+                    matches!(e.error(), simd_json::ErrorType::InvalidNumber | simd_json::ErrorType::InvalidExponent);
+                Err((e.to_string(), number))
+            }
         };
         self.tape = Some(tape.reset());
         value
@@ -256,20 +322,26 @@ impl LineParser {
 }
 
 /// Walks the tape in document order and allocates the tree in the arena.
-struct Builder<'t, 'a> {
+/// With `track` (a line whose out-of-range numbers were replaced by
+/// `null`), it puts their values back and notes their paths.
+struct Builder<'t, 'a, 'r> {
     nodes: &'t [Node<'a>],
     pos: usize,
     bump: &'a Bump,
+    track: Option<&'r mut numbers::Track<'a>>,
 }
 
-impl<'a> Builder<'_, 'a> {
+impl<'a> Builder<'_, 'a, '_> {
     fn value(&mut self) -> Option<Json<'a>> {
         let node = *self.nodes.get(self.pos)?;
         self.pos += 1;
         Some(match node {
             Node::String(s) => Json::Str(s),
             Node::Static(s) => match s {
-                StaticNode::Null => Json::Null,
+                StaticNode::Null => match self.track.as_deref_mut() {
+                    Some(t) => t.null(),
+                    None => Json::Null,
+                },
                 StaticNode::Bool(b) => Json::Bool(b),
                 StaticNode::I64(n) => Json::I64(n),
                 StaticNode::U64(n) => Json::U64(n),
@@ -279,7 +351,12 @@ impl<'a> Builder<'_, 'a> {
             },
             Node::Array { len, .. } => {
                 let bump = self.bump;
-                let items = bump.alloc_slice_fill_with(len, |_| self.value().unwrap_or(Json::Null));
+                let items = bump.alloc_slice_fill_with(len, |i| {
+                    self.enter(numbers::Seg::Index(i));
+                    let v = self.value().unwrap_or(Json::Null);
+                    self.leave();
+                    v
+                });
                 Json::Arr(items)
             }
             Node::Object { len, .. } => {
@@ -290,11 +367,28 @@ impl<'a> Builder<'_, 'a> {
                         _ => "",
                     };
                     self.pos += 1;
-                    (key, self.value().unwrap_or(Json::Null))
+                    self.enter(numbers::Seg::Key(key));
+                    let v = self.value().unwrap_or(Json::Null);
+                    self.leave();
+                    (key, v)
                 });
                 Json::Obj(members)
             }
         })
+    }
+
+    #[inline]
+    fn enter(&mut self, seg: numbers::Seg<'a>) {
+        if let Some(t) = self.track.as_deref_mut() {
+            t.path.push(seg);
+        }
+    }
+
+    #[inline]
+    fn leave(&mut self) {
+        if let Some(t) = self.track.as_deref_mut() {
+            t.path.pop();
+        }
     }
 }
 
@@ -340,6 +434,63 @@ mod tests {
         assert!(matches!(parse(&bump, b"{\"a\":"), Err(ParseFailure::Syntax(_))));
         assert!(matches!(parse(&bump, b"{\"a\":\"\xff\xfe\"}"), Err(ParseFailure::InvalidUtf8)));
         assert!(matches!(parse(&bump, b""), Err(ParseFailure::Syntax(_))));
+    }
+
+    #[test]
+    fn numbers_beyond_64_bits_and_the_double_range_fail_a_strict_parse() {
+        // simd-json 0.19 refuses both (its big-int-as-float feature is off).
+        let bump = Bump::new();
+        for line in [&br#"{"n":123456789012345678901234567890}"#[..], br#"{"n":1e400}"#, br#"{"n":-1E+309}"#] {
+            assert!(matches!(parse(&bump, line), Err(ParseFailure::Syntax(m)) if m.contains("InvalidNumber")));
+        }
+    }
+
+    #[test]
+    fn a_lenient_parse_reads_them_as_javascript_does_and_names_their_paths() {
+        let bump = Bump::new();
+        let mut p = LineParser::new();
+        let line = br#"{"message":{"usage":{"input_tokens":123456789012345678901234567890,"output_tokens":5},"content":[null,{"input":{"x y":1e400,"k":"1e400"}}]},"big":-100000000000000000000,"z":null}"#;
+        let (v, found) = p.parse_lenient(&bump, line).unwrap();
+        let usage = v.get("message").unwrap().get("usage").unwrap();
+        assert_eq!(usage.get("input_tokens"), Some(&Json::F64(1.2345678901234568e29)));
+        assert_eq!(usage.get_u64("input_tokens"), None, "no 64-bit integer: absent for an integer field");
+        assert_eq!(usage.get_u64("output_tokens"), Some(5));
+        let content = v.get("message").unwrap().get("content").unwrap().as_array().unwrap();
+        assert_eq!(content[0], Json::Null);
+        assert_eq!(content[1].get("input").unwrap().get("x y"), Some(&Json::Null));
+        assert_eq!(content[1].get("input").unwrap().get_str("k"), Some("1e400"));
+        assert_eq!(v.get("big"), Some(&Json::F64(-1e20)));
+        assert_eq!(v.get("z"), Some(&Json::Null));
+        assert_eq!(
+            found,
+            [
+                OutOfRange {
+                    path: "message.usage.input_tokens".into(),
+                    literal: "123456789012345678901234567890".into(),
+                    read_as: Some(1.2345678901234568e29)
+                },
+                OutOfRange {
+                    path: r#"message.content[1].input["x y"]"#.into(),
+                    literal: "1e400".into(),
+                    read_as: None
+                },
+                OutOfRange { path: "big".into(), literal: "-100000000000000000000".into(), read_as: Some(-1e20) },
+            ]
+        );
+        // Written back as JSON.stringify writes what JSON.parse read.
+        assert_eq!(
+            String::from_utf8(writer::to_vec(&v)).unwrap(),
+            r#"{"message":{"usage":{"input_tokens":1.2345678901234568e+29,"output_tokens":5},"content":[null,{"input":{"x y":null,"k":"1e400"}}]},"big":-100000000000000000000,"z":null}"#
+        );
+        // A line without such numbers reports nothing; a malformed number
+        // or another error stays a failure, with simd-json's message.
+        assert_eq!(p.parse_lenient(&bump, br#"{"a":1}"#).unwrap().1, []);
+        assert!(matches!(p.parse_lenient(&bump, br#"{"a":01,"b":1e400}"#), Err(ParseFailure::Syntax(_))));
+        assert!(matches!(p.parse_lenient(&bump, br#"{"a":1e400,"b":}"#), Err(ParseFailure::Syntax(_))));
+        assert!(matches!(p.parse_lenient(&bump, b"{\"a\":1e400,\"b\":\"\xff\"}"), Err(ParseFailure::InvalidUtf8)));
+        // The parser is still good for the next line.
+        assert_eq!(p.parse_lenient(&bump, br#"[1e999]"#).unwrap().0, Json::Arr(&[Json::Null]));
+        assert_eq!(p.parse(&bump, br#"{"b":2}"#).unwrap().get_u64("b"), Some(2));
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod readme;
 mod real_cli;
 mod records;
 mod records_free;
+mod records_honest;
 mod robustness;
 mod send;
 mod send_safety;

@@ -53,6 +53,17 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
     if input::failed(&disc) {
         return Ok(Outcome::Fatal);
     }
+    // Records that could not be rebuilt are not "nothing found": the
+    // diagnostics say why each one was lost.
+    if summary.requests_written == 0 && summary.recorded_requests > 0 && !summary.diagnostics.is_empty() {
+        if !args.json {
+            eprintln!(
+                "ctxasm: {} recorded, none written: the diagnostics above say why",
+                render::count(summary.recorded_requests, "request")
+            );
+        }
+        return Ok(Outcome::Problems);
+    }
     if summary.requests_written == 0 {
         return Err(NothingFound(format!(
             "{} read, no request to write: no assistant message came from the API{}",
