@@ -152,12 +152,20 @@ pub(crate) struct ChainState<'a> {
     pub(crate) prev_turn: Vec<&'a Json<'a>>,
     /// Wire forms of message nodes already collapsed.
     pub(crate) collapsed: rustc_hash::FxHashMap<*const Json<'a>, &'a Json<'a>>,
-    /// Reminders the running process added (entry index they follow, text).
-    pub(crate) anchored: Vec<(usize, &'a str)>,
+    /// Reminders the running process added, by the entry index they
+    /// follow, in the order added.
+    pub(crate) anchored: rustc_hash::FxHashMap<usize, Vec<&'a str>>,
     /// The process start those reminders belong to.
     pub(crate) anchored_process: Option<usize>,
-    /// The pieces of the turn being built (reused across turns).
+    /// Bumped when the reminders are cleared (a new process).
+    pub(crate) anchored_epoch: u64,
+    /// The lowest entry a reminder was anchored at this turn.
+    pub(crate) anchored_low: Option<usize>,
+    /// The pieces of the last turn built ([`super::pieces`]).
     pub(crate) scratch: Vec<Piece<'a>>,
+    /// What the last turn left for the next one to resume from
+    /// ([`super::resume`]).
+    pub(crate) memo: super::resume::Memo<'a>,
 }
 
 /// What every chain of one session shares.

@@ -170,6 +170,7 @@ pub(crate) fn enter_process(st: &mut super::chain::ChainState<'_>, start: Option
     if st.anchored_process != start {
         st.anchored.clear();
         st.anchored_process = start;
+        st.anchored_epoch += 1;
     }
     start
 }

@@ -73,15 +73,38 @@ fn with_content<'a>(bump: &'a Bump, m: &Json<'a>, blocks: Vec<Json<'a>>) -> &'a 
     bump.alloc(Json::Obj(bump.alloc_slice_copy(&members)))
 }
 
+/// Where pairing can resume: after an assistant message, with the calls of
+/// that message still to be answered, and the repairs made before.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PairState<'a> {
+    /// Tool calls of the last assistant message, not yet answered.
+    pending: Vec<&'a str>,
+    pub(crate) repairs: PairingRepairs,
+}
+
 /// Repair the tool pairing of `messages` (see the module docs).
 pub fn ensure_tool_result_pairing<'a>(
     bump: &'a Bump,
     messages: &[&'a Json<'a>],
 ) -> (Vec<&'a Json<'a>>, PairingRepairs) {
+    let (out, end, _) = pairing_from(bump, messages, PairState::default(), &[]);
+    (out, end.repairs)
+}
+
+/// [`ensure_tool_result_pairing`] of `messages` from `state` on (what the
+/// messages before them left): the messages out, the repairs of the whole
+/// list (`state`'s included), and for each index of `at` (ascending, in
+/// `messages`) the output length and the state before that message.
+pub(crate) fn pairing_from<'a>(
+    bump: &'a Bump,
+    messages: &[&'a Json<'a>],
+    state: PairState<'a>,
+    at: &[usize],
+) -> (Vec<&'a Json<'a>>, PairState<'a>, Vec<(usize, PairState<'a>)>) {
     let mut out: Vec<&'a Json<'a>> = Vec::with_capacity(messages.len() + 1);
-    let mut r = PairingRepairs::default();
-    // Tool calls of the last assistant message, not yet answered.
-    let mut pending: Vec<&'a str> = Vec::new();
+    let PairState { mut pending, repairs: mut r } = state;
+    let mut snapshots = Vec::with_capacity(at.len());
+    let mut next_at = at.iter().copied().peekable();
     let flush = |pending: &mut Vec<&'a str>, out: &mut Vec<&'a Json<'a>>, r: &mut PairingRepairs| {
         if pending.is_empty() {
             return;
@@ -92,7 +115,11 @@ pub fn ensure_tool_result_pairing<'a>(
         out.push(with_content(bump, &Json::Null, blocks));
         pending.clear();
     };
-    for &m in messages {
+    for (i, &m) in messages.iter().enumerate() {
+        while next_at.peek() == Some(&i) {
+            next_at.next();
+            snapshots.push((out.len(), PairState { pending: pending.clone(), repairs: r }));
+        }
         match m.get_str("role") {
             Some("assistant") => {
                 flush(&mut pending, &mut out, &mut r);
@@ -140,8 +167,12 @@ pub fn ensure_tool_result_pairing<'a>(
             _ => out.push(m),
         }
     }
+    for _ in next_at.filter(|&i| i >= messages.len()) {
+        snapshots.push((out.len(), PairState { pending: pending.clone(), repairs: r }));
+    }
+    let end_pending = pending.clone();
     flush(&mut pending, &mut out, &mut r);
-    (out, r)
+    (out, PairState { pending: end_pending, repairs: r }, snapshots)
 }
 
 #[cfg(test)]

@@ -24,15 +24,54 @@ pub(crate) fn gather_pieces<'a>(
     projected: &[usize],
     current_start: Option<usize>,
 ) {
+    st.scratch.clear();
+    st.scratch.extend(cx.user_context.iter().cloned());
+    st.memo.piece_at.clear();
+    append_pieces(cx, st, projected, current_start);
+}
+
+/// [`gather_pieces`] when the first `kept` entries of `projected` are the
+/// last turn's path: their pieces are kept when nothing they depend on
+/// changed (the per-process reminder's place, the anchored reminders), and
+/// only the new entries' are added. Returns how many leading pieces are
+/// the last turn's.
+pub(crate) fn gather_pieces_from<'a>(
+    cx: &ChainCtx<'a, '_>,
+    st: &mut ChainState<'a>,
+    projected: &[usize],
+    kept: usize,
+    current_start: Option<usize>,
+) -> usize {
+    let key = (cx.per_process_at.or(current_start), st.anchored_epoch);
+    let reminders_moved = st.anchored_low.is_some_and(|low| kept > 0 && low <= projected[kept - 1]);
+    if kept == 0 || st.memo.pieces_key != Some(key) || reminders_moved || st.memo.piece_at.len() < kept {
+        st.memo.pieces_key = Some(key);
+        gather_pieces(cx, st, projected, current_start);
+        return 0;
+    }
+    let at = st.memo.piece_at.get(kept).copied().unwrap_or(st.scratch.len());
+    st.scratch.truncate(at);
+    st.memo.piece_at.truncate(kept);
+    append_pieces(cx, st, &projected[kept..], current_start);
+    at
+}
+
+/// Append the pieces of `entries` (path positions after those already
+/// gathered) to `st.scratch`, noting where each entry's start.
+fn append_pieces<'a>(
+    cx: &ChainCtx<'a, '_>,
+    st: &mut ChainState<'a>,
+    entries: &[usize],
+    current_start: Option<usize>,
+) {
     let out = &mut st.scratch;
-    out.clear();
-    out.extend(cx.user_context.iter().cloned());
     let sends_members = !cx.plan.system_message_params.is_empty();
     // A subagent built from its type's definition gets the per-process
     // reminder on its first tool result, not its prompt (2.1.88
     // subagent-bash capture: the skills listing joined to the result).
     let per_process_at = cx.per_process_at.or(current_start);
-    for &i in projected {
+    for &i in entries {
+        st.memo.piece_at.push(out.len());
         out.extend(cx.pieces[i].iter().cloned());
         if sends_members && let Some(k) = cx.process_starts.iter().position(|&s| s == i) {
             out.push(Piece::Params { extra: cx.statics.system_extra_of(k) });
@@ -40,7 +79,9 @@ pub(crate) fn gather_pieces<'a>(
         if per_process_at == Some(i) {
             out.extend(cx.per_process.iter().cloned());
         }
-        out.extend(st.anchored.iter().filter(|(a, _)| *a == i).map(|&(_, text)| user_reminder(text)));
+        if let Some(texts) = st.anchored.get(&i) {
+            out.extend(texts.iter().map(|&text| user_reminder(text)));
+        }
         out.extend(read_reminders(cx, i).iter().map(|r| -> Piece<'a> { user_reminder(cx.bump.alloc_str(r)) }));
     }
 }

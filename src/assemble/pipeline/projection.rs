@@ -88,6 +88,128 @@ pub fn project(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn) -> Vec<usi
     walk(entries, links, entries[turn.first].env.parent_uuid, turn.first)
 }
 
+/// The projection of a chain's last turn, kept so the next turn's can
+/// extend it instead of walking the whole conversation again.
+#[derive(Debug, Default)]
+pub(crate) struct PathMemo {
+    /// Entry indices of the last projection ([`project`]'s result).
+    pub(crate) path: Vec<usize>,
+    /// Per entry of the file: in `path`.
+    member: Vec<bool>,
+    /// Where the last walk started (the parent of the turn's first line).
+    start: Option<usize>,
+    /// The last turn's first line (entries before it only).
+    limit: usize,
+    /// `path` holds a projection.
+    valid: bool,
+}
+
+impl PathMemo {
+    /// Forget the last projection (a compaction or a given turn was built
+    /// in between).
+    pub(crate) fn clear(&mut self) {
+        self.valid = false;
+    }
+}
+
+/// [`project`] `turn` into `memo.path`; returns how many leading entries of
+/// the path are the last projection's. The path is extended, not walked
+/// again, when the new turn's conversation is the last one plus entries
+/// written after it: its walk reaches the last walk's start through new
+/// entries only (no compact boundary, no resume filler), and no entry
+/// written since hangs off an assistant line of the last path. Anything
+/// else is projected from scratch (0).
+pub(crate) fn project_into(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn, memo: &mut PathMemo) -> usize {
+    if memo.valid
+        && let Some(added) = extension(entries, links, turn, memo)
+    {
+        let kept = memo.path.len();
+        for &i in &added {
+            memo.member[i] = true;
+        }
+        memo.path.extend(added);
+        memo.start = entries[turn.first].env.parent_uuid.and_then(|p| links.index_of(p));
+        memo.limit = turn.first;
+        return kept;
+    }
+    memo.path = project(entries, links, turn);
+    memo.member.clear();
+    memo.member.resize(entries.len(), false);
+    for &i in &memo.path {
+        memo.member[i] = true;
+    }
+    memo.start = entries[turn.first].env.parent_uuid.and_then(|p| links.index_of(p));
+    memo.limit = turn.first;
+    memo.valid = true;
+    0
+}
+
+/// The entries `turn` adds to the memo's path, sorted, when its projection
+/// is that path plus them (see [`project_into`]).
+fn extension(entries: &[Entry<'_>], links: &Links<'_>, turn: &Turn, memo: &PathMemo) -> Option<Vec<usize>> {
+    let (old, limit) = (memo.limit, turn.first);
+    if limit < old || memo.member.len() != entries.len() {
+        return None;
+    }
+    let start = memo.start?;
+    // The walk: new entries only, up to the last walk's start.
+    let mut walked: Vec<usize> = Vec::new();
+    let mut cur = entries[limit].env.parent_uuid;
+    loop {
+        let i = links.index_of(cur?)?;
+        if i == start {
+            break;
+        }
+        if i < old || i >= limit || memo.member[i] || walked.len() > limit - old {
+            return None;
+        }
+        if entries[i].is_compact_boundary() || super::normalize::is_resume_filler(&entries[i]) {
+            return None;
+        }
+        walked.push(i);
+        cur = entries[i].env.parent_uuid;
+    }
+    // A line written since that hangs off an assistant line of the last
+    // path would join it (a late tool result): not an extension.
+    for c in old..limit {
+        if let Some(p) = entries[c].env.parent_uuid.and_then(|p| links.index_of(p))
+            && p < memo.member.len()
+            && memo.member[p]
+            && matches!(entries[p].kind, EntryKind::Assistant(_))
+        {
+            return None;
+        }
+    }
+    // The off-chain parts of the walked assistant lines, as `walk` adds them.
+    let mut seen: HashSet<usize> = walked.iter().copied().collect();
+    let mut extra: Vec<usize> = Vec::new();
+    let mut todo: Vec<usize> =
+        walked.iter().copied().filter(|&i| matches!(entries[i].kind, EntryKind::Assistant(_))).collect();
+    while let Some(i) = todo.pop() {
+        let Some(u) = entries[i].env.uuid else { continue };
+        let id = entries[i].as_assistant().and_then(|a| a.message_id);
+        for &c in links.children.get(u).map_or(&[][..], Vec::as_slice) {
+            if c >= limit || seen.contains(&c) || !links.is_first(entries, c) {
+                continue;
+            }
+            let fragment = id.is_some() && entries[c].as_assistant().and_then(|a| a.message_id) == id;
+            if fragment || holds_tool_result(&entries[c]) {
+                if c < old || memo.member[c] {
+                    return None;
+                }
+                seen.insert(c);
+                extra.push(c);
+                if fragment {
+                    todo.push(c);
+                }
+            }
+        }
+    }
+    walked.extend(extra);
+    walked.sort_unstable();
+    Some(walked)
+}
+
 /// Entry indices (file order) of the conversation up to and including
 /// entry `leaf` (a compaction's history: the boundary's pre-compaction
 /// leaf).

@@ -34,13 +34,15 @@ pub(crate) fn anchor_reminders<'a>(
     if st.anchored_process != current {
         st.anchored.clear();
         st.anchored_process = current;
+        st.anchored_epoch += 1;
     }
+    st.anchored_low = None;
     if let Some((text, every)) = &cx.extras.todo_reminder
         && let Some(&last) = projected.last()
     {
         let mut since = 0usize;
         for &i in projected.iter().rev() {
-            if st.anchored.iter().any(|&(a, _)| a == i) || uses_tool(&cx.entries[i], "TodoWrite") {
+            if st.anchored.contains_key(&i) || uses_tool(&cx.entries[i], "TodoWrite") {
                 break;
             }
             if matches!(cx.entries[i].kind, EntryKind::Assistant(_)) {
@@ -48,7 +50,8 @@ pub(crate) fn anchor_reminders<'a>(
             }
         }
         if since >= *every {
-            st.anchored.push((last, cx.bump.alloc_str(text)));
+            st.anchored.entry(last).or_default().push(cx.bump.alloc_str(text));
+            st.anchored_low = Some(st.anchored_low.map_or(last, |l| l.min(last)));
         }
     }
     current

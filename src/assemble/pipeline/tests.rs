@@ -76,7 +76,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let projected = projection::project(cx.entries, &cx.links, turn);
                 let _ = writeln!(t, "  turn {n} (line {}): projection {:?}", cx.entries[turn.first].line, projected);
                 let start = reminders::anchor_reminders(&cx, &mut st, turn.first, &projected);
-                let _ = writeln!(t, "    reminders: process start {start:?}, anchored {}", st.anchored.len());
+                let _ = writeln!(t, "    reminders: process start {start:?}, anchored {}", st.anchored.values().map(Vec::len).sum::<usize>());
                 pieces::gather_pieces(&cx, &mut st, &projected, start);
                 for p in &st.scratch {
                     let _ = writeln!(t, "    piece: {}", piece_line(p));
