@@ -50,6 +50,7 @@ pub mod plan;
 mod processes;
 pub mod projection;
 mod reminders;
+mod resume;
 pub mod report;
 pub mod setup;
 mod share;
