@@ -253,7 +253,7 @@ fn cli_verify_all_captures_at_once_and_assemble_to_a_file() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         v,
-        serde_json::json!({"sessions":14,"requests":29,"messages_hashed":68,"hash_matches":68,
+        serde_json::json!({"sessions":14,"pipeline_sessions":0,"requests":29,"messages_hashed":68,"hash_matches":68,
             "wire_requests":29,"wire_compared":29,"wire_byte_equal":29,"wire_json_equal":29,
             "wire_unmatched":0,"wire_side_calls":0,"approximated_profiles":0,"mismatches":[]})
     );

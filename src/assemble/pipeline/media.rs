@@ -29,6 +29,11 @@ fn count(blocks: &[Json<'_>]) -> usize {
         .sum()
 }
 
+/// Media blocks of message `m` (inside its tool results too).
+pub(crate) fn count_of(m: &Json<'_>) -> usize {
+    m.get("content").and_then(Json::as_array).map_or(0, count)
+}
+
 fn placeholder<'a>(bump: &'a Bump) -> Json<'a> {
     Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(STRIPPED_MEDIA))]))
 }

@@ -50,8 +50,8 @@ pub mod plan;
 mod processes;
 pub mod projection;
 mod reminders;
-mod resume;
 pub mod report;
+mod resume;
 pub mod setup;
 mod share;
 pub mod snapshot;
@@ -141,18 +141,34 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
     }
     let mut n = 0;
     for job in jobs {
+        #[cfg(test)]
+        if tests::FROM_SCRATCH.with(std::cell::Cell::get) {
+            st.memo.clear();
+        }
         if only_compactions && !matches!(job, Job::Compact { .. }) {
             n += 1;
             continue;
         }
         out.report.turns += 1;
-        let (first, projected, compact) = match job {
-            Job::Turn(t) => (t.first, projection::project(cx.entries, &cx.links, t), None),
-            Job::Given { first, projected } => (first, projected, None),
+        // A turn extends the last one's projection where it can (resume.rs);
+        // a compaction or a given turn is built from scratch, and the next
+        // turn too.
+        let (first, kept, compact) = match job {
+            Job::Turn(t) => {
+                (t.first, Some(projection::project_into(cx.entries, &cx.links, t, &mut st.memo.path)), None)
+            }
+            Job::Given { first, projected } => {
+                st.memo.clear();
+                st.memo.path.path = projected;
+                (first, None, None)
+            }
             Job::Compact { at, projected, instruction, k, current_start } => {
-                (at, projected, Some((instruction, k, current_start)))
+                st.memo.clear();
+                st.memo.path.path = projected;
+                (at, None, Some((instruction, k, current_start)))
             }
         };
+        let projected = std::mem::take(&mut st.memo.path.path);
         let current_start = match compact {
             None => reminders::anchor_reminders(cx, &mut st, first, &projected),
             Some((_, _, start)) => compaction::enter_process(&mut st, start),
@@ -161,16 +177,29 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
         // A compaction of its own keeps user blocks where the layout's
         // resumed turns do (1.0.128, 2.0.77).
         let keeps = keeps_blocks(cx, first) || (own && cx.plan.user_text_as_blocks);
-        if own {
-            compaction::plain_pieces(cx, &mut st, &projected);
+        let same = match kept {
+            _ if own => {
+                compaction::plain_pieces(cx, &mut st, &projected);
+                0
+            }
+            Some(kept) => pieces::gather_pieces_from(cx, &mut st, &projected, kept, current_start),
+            None => {
+                pieces::gather_pieces(cx, &mut st, &projected, current_start);
+                0
+            }
+        };
+        st.memo.path.path = projected;
+        let paired = resume::paired_messages(bump, &st.scratch, same, &cx.statics.rules, &mut st.memo);
+        let (mut messages, stripped) = if paired.media <= crate::assemble::validate::MAX_MEDIA {
+            (st.memo.paired.clone(), 0)
         } else {
-            pieces::gather_pieces(cx, &mut st, &projected, current_start);
-        }
-        let (messages, nrep) = normalize::normalize(bump, &st.scratch, &cx.statics.rules);
-        let (messages, prep) = pairing::ensure_tool_result_pairing(bump, &messages);
-        let (mut messages, stripped) = media::limit_media(bump, &messages);
+            media::limit_media(bump, &st.memo.paired)
+        };
         let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
-        count_repairs(&mut out.report, &nrep, &prep, stripped, inserted);
+        count_repairs(&mut out.report, &paired.normalize, &paired.pairing, stripped, inserted);
+        if kept.is_none() {
+            st.memo.clear();
+        }
         let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
         share::share_with_previous(&mut messages, &mut st.prev_turn);
         if let (true, Some((instruction, ..))) = (own, compact) {

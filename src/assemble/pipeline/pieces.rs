@@ -58,12 +58,7 @@ pub(crate) fn gather_pieces_from<'a>(
 
 /// Append the pieces of `entries` (path positions after those already
 /// gathered) to `st.scratch`, noting where each entry's start.
-fn append_pieces<'a>(
-    cx: &ChainCtx<'a, '_>,
-    st: &mut ChainState<'a>,
-    entries: &[usize],
-    current_start: Option<usize>,
-) {
+fn append_pieces<'a>(cx: &ChainCtx<'a, '_>, st: &mut ChainState<'a>, entries: &[usize], current_start: Option<usize>) {
     let out = &mut st.scratch;
     let sends_members = !cx.plan.system_message_params.is_empty();
     // A subagent built from its type's definition gets the per-process

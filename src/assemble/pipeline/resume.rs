@@ -1,20 +1,31 @@
 //! Stage: resume — a turn's messages built from where they stop being the
 //! last turn's, so a turn costs what it adds, not the whole conversation
-//! again (a session of N turns in time and memory linear in N).
+//! again (a session of N turns takes time and memory linear in N).
 //!
 //! *What it keeps* ([`Memo`], per chain): the last turn's projection
-//! ([`PathMemo`]), where each of its entries' pieces start, and the points
-//! where normalization and pairing can resume (after a whole assistant
-//! message: [`normalize::Mark`], [`pairing::PairState`]) with the messages
-//! paired before each.
+//! ([`PathMemo`]), where each of its entries' pieces start, the messages
+//! the last turn paired, and the points where normalization and pairing
+//! can resume — after a whole assistant message ([`Mark`], [`PairState`]) —
+//! with how many paired messages and media blocks come before each.
 //!
-//! *Invariants.* The messages are those the stages would build from
-//! scratch, byte for byte: a turn resumes only from a point whose pieces
-//! before it are unchanged, and anything the memo cannot vouch for (a
-//! compaction in between, a new CLI process moving a reminder, a branch of
-//! the conversation) starts from the beginning.
+//! *What it does* ([`paired_messages`]): given the turn's pieces and how
+//! many leading ones are the last turn's, it resumes at the last point
+//! before the first new piece: normalizes and pairs only what follows, and
+//! keeps the paired messages before it. A message rebuilt equal to the
+//! last turn's at its place becomes that node (as the `share` stage does).
+//!
+//! *Invariants.* The messages are those the stages build from scratch,
+//! byte for byte (`tests.rs` checks every turn of every fixture both
+//! ways): a point is used only when the pieces before it are unchanged,
+//! and anything the memo cannot vouch for (a compaction in between, a new
+//! CLI process moving a reminder, a branch of the conversation) resumes
+//! from the start.
 
+use super::normalize::{self, Mark, Piece, Rules};
+use super::pairing::{self, PairState, PairingRepairs};
 use super::projection::PathMemo;
+use crate::json::Json;
+use bumpalo::Bump;
 
 /// What one turn of a chain leaves for the next to resume from.
 #[derive(Default)]
@@ -26,5 +37,77 @@ pub(crate) struct Memo<'a> {
     /// What the pieces depended on: the per-process reminder's place and
     /// the anchored reminders' epoch.
     pub(crate) pieces_key: Option<(Option<usize>, u64)>,
-    _marker: std::marker::PhantomData<&'a ()>,
+    /// The last turn's paired messages.
+    pub(crate) paired: Vec<&'a Json<'a>>,
+    /// Where a turn can resume, ascending; empty before the first turn.
+    points: Vec<Point<'a>>,
+}
+
+/// A point a turn can resume from.
+#[derive(Clone)]
+struct Point<'a> {
+    norm: Mark<'a>,
+    pair: PairState<'a>,
+    /// Paired messages before it.
+    paired: usize,
+    /// Media blocks in those.
+    media: usize,
+}
+
+impl Memo<'_> {
+    /// Forget everything: the next turn starts from scratch.
+    pub(crate) fn clear(&mut self) {
+        self.path.clear();
+        self.pieces_key = None;
+        self.points.clear();
+        self.paired.clear();
+    }
+}
+
+/// What [`paired_messages`] built.
+pub(crate) struct Paired {
+    /// Media blocks in all of them.
+    pub(crate) media: usize,
+    pub(crate) normalize: normalize::Report,
+    pub(crate) pairing: PairingRepairs,
+}
+
+/// The turn's messages, normalized and paired, into `memo.paired`: the
+/// first `same` pieces are the last turn's.
+pub(crate) fn paired_messages<'a>(
+    bump: &'a Bump,
+    pieces: &[Piece<'a>],
+    same: usize,
+    rules: &Rules<'a>,
+    memo: &mut Memo<'a>,
+) -> Paired {
+    if memo.points.is_empty() {
+        memo.points.push(Point { norm: Mark::start(bump, rules), pair: PairState::default(), paired: 0, media: 0 });
+        memo.paired.clear();
+    }
+    // The last point before the first new piece that the pieces after it
+    // do not join (the start always resumes).
+    let mut k = memo.points.partition_point(|p| p.norm.piece <= same).max(1);
+    while k > 1 && !memo.points[k - 1].norm.resumes(pieces) {
+        k -= 1;
+    }
+    memo.points.truncate(k);
+    let from = memo.points[k - 1].clone();
+    let (messages, report, marks) = normalize::normalize_from(bump, pieces, &from.norm, rules);
+    let at: Vec<usize> = marks.iter().map(|m| m.message - from.norm.message).collect();
+    let (mut added, end, states) = pairing::pairing_from(bump, &messages, from.pair.clone(), &at);
+    // One node per message across turns.
+    for (m, old) in added.iter_mut().zip(memo.paired.get(from.paired..).unwrap_or(&[])) {
+        if !std::ptr::eq(*m, *old) && super::share::same(m, old) {
+            *m = old;
+        }
+    }
+    let media_of: Vec<usize> = added.iter().map(|m| super::media::count_of(m)).collect();
+    for (mark, (len, pair)) in marks.into_iter().zip(states) {
+        let media = from.media + media_of[..len].iter().sum::<usize>();
+        memo.points.push(Point { norm: mark, pair, paired: from.paired + len, media });
+    }
+    memo.paired.truncate(from.paired);
+    memo.paired.extend(added);
+    Paired { media: from.media + media_of.iter().sum::<usize>(), normalize: report, pairing: end.repairs }
 }

@@ -27,7 +27,7 @@ pub(crate) fn share_with_previous<'a>(messages: &mut [&'a Json<'a>], prev_turn: 
 
 /// Structural equality that is O(1) for values built from the same arena
 /// slices (messages rebuilt for each turn from the same transcript blocks).
-fn same(a: &Json<'_>, b: &Json<'_>) -> bool {
+pub(crate) fn same(a: &Json<'_>, b: &Json<'_>) -> bool {
     match (a, b) {
         (Json::Arr(x), Json::Arr(y)) => {
             std::ptr::eq(x.as_ptr(), y.as_ptr()) && x.len() == y.len()

@@ -76,7 +76,11 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let projected = projection::project(cx.entries, &cx.links, turn);
                 let _ = writeln!(t, "  turn {n} (line {}): projection {:?}", cx.entries[turn.first].line, projected);
                 let start = reminders::anchor_reminders(&cx, &mut st, turn.first, &projected);
-                let _ = writeln!(t, "    reminders: process start {start:?}, anchored {}", st.anchored.values().map(Vec::len).sum::<usize>());
+                let _ = writeln!(
+                    t,
+                    "    reminders: process start {start:?}, anchored {}",
+                    st.anchored.values().map(Vec::len).sum::<usize>()
+                );
                 pieces::gather_pieces(&cx, &mut st, &projected, start);
                 for p in &st.scratch {
                     let _ = writeln!(t, "    piece: {}", piece_line(p));
@@ -167,4 +171,88 @@ fn stages_on_2_1_88_captures() {
         let t = trace(&dir, &plan, &extras);
         insta::assert_snapshot!(format!("cc_2_1_88__{}", name.replace('-', "_")), t);
     }
+}
+
+thread_local! {
+    /// Every turn built from scratch (no resume): the oracle of
+    /// [`resumed_turns_equal_turns_built_from_scratch`].
+    pub(super) static FROM_SCRATCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Every request of `dir`'s sessions, as body bytes, built by the pipeline
+/// with `setup` (each turn from scratch or resumed).
+fn bodies_of(dir: &Path, setup: Option<&Setup>, from_scratch: bool) -> Vec<(String, Vec<u8>)> {
+    let disc = discover(&[dir.to_path_buf()]);
+    let run = RunOptions::with_threads(Some(1));
+    let out = for_each_session_of(&disc, &disc.groups, &run, |bump, session| {
+        let (plan, extras) = match setup {
+            Some(s) => s.prepare(session),
+            None => (Plan::cc_2_1_328(), Extras::default()),
+        };
+        FROM_SCRATCH.with(|f| f.set(from_scratch));
+        let built = assemble_pipeline(bump, session, &plan, &extras, &RecordOptions::default());
+        FROM_SCRATCH.with(|f| f.set(false));
+        built
+            .requests
+            .iter()
+            .map(|r| {
+                let mut bytes = Vec::new();
+                crate::write::body::write_body(&mut bytes, &r.body, &mut Default::default());
+                (r.custom_id.clone(), bytes)
+            })
+            .collect::<Vec<_>>()
+    });
+    out.into_iter().flat_map(|r| r.unwrap_or_default()).collect()
+}
+
+/// The resume stage changes nothing: every request of every fixture (the
+/// captures of 13 releases with the profile of their `hello` capture, the
+/// probes, the sample corpus with the built-in layout) is the same bytes
+/// built turn by turn from scratch.
+#[test]
+fn resumed_turns_equal_turns_built_from_scratch() {
+    let mut compared = 0usize;
+    let sample = Path::new(FIX).join("../../corpora/sample");
+    let mut dirs: Vec<(PathBuf, Option<Setup>)> = vec![(sample.clone(), None)];
+    let releases = std::fs::read_dir(FIX)
+        .unwrap()
+        .chain(std::fs::read_dir(Path::new(FIX).join("probes")).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("cc-")));
+    for release in releases {
+        let hello = release.join("hello");
+        let profile = hello
+            .join("wire.jsonl")
+            .is_file()
+            .then(|| extract(&hello.join("wire.jsonl"), SessionEnv::from_dir(&hello.join("env")).ok().as_ref()).ok())
+            .flatten();
+        for scenario in std::fs::read_dir(&release).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()) {
+            let setup = profile.as_ref().map(|p| Setup {
+                profile: p.clone(),
+                env: SessionEnv::from_dir(&scenario.join("env")).ok(),
+                overrides: Overrides::default(),
+            });
+            dirs.push((scenario.join("transcripts"), setup));
+        }
+        // The sample's sessions of every release, with the layouts of five
+        // eras.
+        let eras = ["cc-1.0.128", "cc-2.0.77", "cc-2.1.88", "cc-2.1.198", "cc-2.1.332"];
+        let era = !release.parent().is_some_and(|p| p.ends_with("probes")) && eras.iter().any(|e| release.ends_with(e));
+        if let (true, Some(p)) = (era, &profile) {
+            dirs.push((sample.clone(), Some(Setup { profile: p.clone(), env: None, overrides: Overrides::default() })));
+        }
+    }
+    for (dir, setup) in &dirs {
+        if !dir.exists() {
+            continue;
+        }
+        let resumed = bodies_of(dir, setup.as_ref(), false);
+        let scratch = bodies_of(dir, setup.as_ref(), true);
+        assert_eq!(resumed.len(), scratch.len(), "{}", dir.display());
+        for ((id, a), (_, b)) in resumed.iter().zip(&scratch) {
+            assert!(a == b, "{}: {id} differs when resumed", dir.display());
+        }
+        compared += resumed.len();
+    }
+    assert!(compared > 1500, "{compared} requests compared");
 }
