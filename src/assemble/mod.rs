@@ -20,7 +20,7 @@ pub mod request;
 pub mod validate;
 pub mod wire;
 
-pub use request::{Body, Request};
+pub use request::{Body, Messages, Request};
 
 use crate::corpus::Session;
 use crate::diag::{DiagKind, Diagnostic};

@@ -612,7 +612,8 @@ fn build_body<'a>(
         .unwrap_or_default();
     Ok(Body {
         model,
-        messages,
+        messages: messages.into(),
+        shared: 0,
         lead_params: Vec::new(),
         system: system.into_iter().map(|s| &*bump.alloc(s)).collect(),
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),

@@ -34,7 +34,8 @@ pub fn body_from_request<'a>(bump: &'a Bump, req: &Json<'a>) -> Body<'a> {
     };
     Body {
         model: req.get("model").copied().unwrap_or(Json::Null),
-        messages,
+        messages: messages.into(),
+        shared: 0,
         lead_params: Vec::new(),
         system_keys: vec![None; system.len()],
         system,

@@ -112,7 +112,7 @@ fn write_placeholder_body(
         if i > 0 {
             out.push(b',');
         }
-        let key = *m as *const Json<'_> as usize;
+        let key = m as *const Json<'_> as usize;
         match spans.map.get(&key) {
             Some(&(at, len)) if at + len <= out.len() => out.extend_from_within(at..at + len),
             _ => {
@@ -191,6 +191,7 @@ mod tests {
         let body = Body {
             model: Json::Str("m"),
             messages: msgs.iter().collect(),
+            shared: 0,
             system: header.iter().collect(),
             system_keys: vec![None],
             tools: None,
@@ -223,6 +224,7 @@ mod tests {
         let body = Body {
             model: Json::Str("claude"),
             messages: msgs.iter().collect(),
+            shared: 0,
             lead_params: vec![],
             system: sys.iter().collect(),
             system_keys: vec![Some(7)],

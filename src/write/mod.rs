@@ -358,6 +358,11 @@ fn check_dedup_target(dir: &Path) -> io::Result<()> {
 /// The file a complete dedup store ends with.
 const MANIFEST: &str = "manifest.json";
 
+/// The dedup store's format version: 2 lets a recipe keep the previous
+/// recipe's leading message ids (`keep`), so a session's recipes grow
+/// with what each turn adds; `expand` reads 1 and 2.
+pub const DEDUP_VERSION: u64 = 2;
+
 fn write_dedup_into(
     disc: &Discovery,
     run: &RunOptions<'_>,
@@ -405,7 +410,7 @@ fn write_dedup_into(
     summary.bytes_written = seg_bytes + recipe_bytes;
     let manifest = serde_json::json!({
         "format": "ctxasm-dedup",
-        "version": 1,
+        "version": DEDUP_VERSION,
         "requests": summary.requests_written,
         "segments": summary.segments,
         "segment_bytes": seg_bytes,
@@ -461,7 +466,14 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
     let mut head = Vec::new();
     let mut mid = Vec::new();
     let mut tail = Vec::new();
-    for req in select(requests, turns) {
+    // The last written request's message ids and, per prefix, the bytes of
+    // its messages with their commas: a request whose leading messages are
+    // that one's (`Body::shared`) lists only the rest (`keep`).
+    let mut last: Option<usize> = None;
+    let mut msg_ids: Vec<u128> = Vec::new();
+    let mut msg_bytes: Vec<usize> = vec![0];
+    for i in selected(requests, turns) {
+        let req = &requests[i];
         let b = &req.body;
         head.clear();
         mid.clear();
@@ -469,7 +481,18 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         body_head(&mut head, b);
         body_mid(&mut mid, b);
         body_tail(&mut tail, b);
-        let mut body_len = head.len() + mid.len() + tail.len() + b"],\"system\":[]".len();
+        let keep = if last.is_some_and(|l| l + 1 == i) { b.shared.min(msg_ids.len()) } else { 0 };
+        last = Some(i);
+        msg_ids.truncate(keep);
+        msg_bytes.truncate(keep + 1);
+        for m in b.messages.iter_from(keep) {
+            let (id, len) = seg(m, None, so);
+            let before = msg_bytes[msg_bytes.len() - 1];
+            msg_bytes.push(before + len + usize::from(!msg_ids.is_empty()));
+            msg_ids.push(id);
+        }
+        let mut body_len =
+            head.len() + mid.len() + tail.len() + b"],\"system\":[]".len() + msg_bytes[msg_bytes.len() - 1];
         let mut ids = |list: &[&Json<'_>], keys: &[Option<u128>], so: &mut SessionOut| -> Vec<u128> {
             list.iter()
                 .enumerate()
@@ -480,7 +503,6 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
                 })
                 .collect()
         };
-        let messages = ids(&b.messages, &[], so);
         let mut system = ids(&b.system, &b.system_keys, so);
         // An attested billing block is this request's own bytes (same length).
         if let Some(block) = attested.next().flatten() {
@@ -513,8 +535,12 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         writer::write_str(out, &req.custom_id);
         out.extend_from_slice(b",\"head\":");
         writer::write_str(out, &String::from_utf8_lossy(&head));
+        if keep > 0 {
+            out.extend_from_slice(b",\"keep\":");
+            out.extend_from_slice(keep.to_string().as_bytes());
+        }
         out.extend_from_slice(b",\"messages\":");
-        hex_list(out, &messages);
+        hex_list(out, &msg_ids[keep..]);
         // Only a body with lead params (1.0.x) has a `mid`: older recipes
         // read the same.
         if !mid.is_empty() {
@@ -543,6 +569,9 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
 struct Recipe {
     custom_id: String,
     head: String,
+    /// The first `keep` message ids are the previous recipe's (version 2).
+    #[serde(default)]
+    keep: usize,
     messages: Vec<String>,
     /// The bytes between the messages and the system (1.0.x lead params).
     #[serde(default)]
@@ -581,6 +610,19 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     if manifest["format"] != "ctxasm-dedup" {
         return Err(bad(&man_path, 0, "not a ctxasm dedup manifest (format is not \"ctxasm-dedup\")"));
     }
+    match manifest["version"].as_u64() {
+        Some(1..=DEDUP_VERSION) => {}
+        v => {
+            let v = v.map_or_else(|| manifest["version"].to_string(), |v| v.to_string());
+            return Err(bad(
+                &man_path,
+                0,
+                format!(
+                    "dedup store version {v}; this ctxasm reads versions 1 to {DEDUP_VERSION} (a newer ctxasm wrote it?)"
+                ),
+            ));
+        }
+    }
     // A part missing from a store with a manifest: the store was damaged
     // after it was written; say so of the store, naming the part.
     let part = |name: &str, e: io::Error| {
@@ -613,6 +655,8 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     let text = std::fs::read_to_string(&rec_path).map_err(|e| part("recipes.jsonl", e))?;
     let mut line_out = Vec::with_capacity(1 << 20);
     let mut n = 0u64;
+    // The previous recipe's message ids (what `keep` refers to).
+    let mut ids: Vec<String> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -630,7 +674,16 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
         writer::write_str(&mut line_out, &r.custom_id);
         line_out.extend_from_slice(b",\"params\":");
         line_out.extend_from_slice(r.head.as_bytes());
-        for (j, h) in r.messages.iter().enumerate() {
+        if r.keep > ids.len() {
+            return Err(bad(
+                &rec_path,
+                i + 1,
+                format!("keeps {} messages of the previous recipe, which has {}", r.keep, ids.len()),
+            ));
+        }
+        ids.truncate(r.keep);
+        ids.extend(r.messages);
+        for (j, h) in ids.iter().enumerate() {
             if j > 0 {
                 line_out.push(b',');
             }

@@ -370,7 +370,7 @@ fn memory_include_outside_the_roots_is_refused_with_a_diagnostic() {
         let out = ctxasm::assemble::assemble_session(bump, s, &a);
         let diags: Vec<(ctxasm::diag::DiagKind, String)> =
             out.diagnostics.iter().map(|d| (d.kind, d.message.clone())).collect();
-        let first = out.requests[0].body.messages[0].to_compact_string();
+        let first = out.requests[0].body.messages.first().expect("a message").to_compact_string();
         (diags, first)
     });
     let (diags, first) = results.into_iter().next().unwrap().unwrap();

@@ -114,7 +114,8 @@ pub(crate) fn build_request<'a>(
     };
     let body = Body {
         model,
-        messages,
+        messages: messages.into(),
+        shared: 0,
         lead_params,
         system: blocks,
         system_keys,
