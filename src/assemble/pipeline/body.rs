@@ -12,7 +12,7 @@ use super::chain::ChainCtx;
 use super::normalize;
 use super::system::SystemParts;
 use crate::assemble::wire::{self, custom_id, id_session_part};
-use crate::assemble::{Body, Request};
+use crate::assemble::{Body, Messages, Request};
 use crate::json::Json;
 use crate::model::entry::EntryKind;
 
@@ -59,7 +59,8 @@ pub(crate) fn build_request<'a>(
     id: RequestId,
     first: usize,
     process: Option<usize>,
-    messages: Vec<&'a Json<'a>>,
+    messages: Messages<'a>,
+    shared: usize,
     system: SystemParts<'_, 'a>,
     header: Option<&str>,
 ) -> Request<'a> {
@@ -114,8 +115,8 @@ pub(crate) fn build_request<'a>(
     };
     let body = Body {
         model,
-        messages: messages.into(),
-        shared: 0,
+        messages,
+        shared,
         lead_params,
         system: blocks,
         system_keys,

@@ -36,24 +36,38 @@ pub fn add_cache_breakpoints_skipping<'a>(
     count: usize,
     skip_system: bool,
 ) -> bool {
-    // A system turn of no blocks (one that only carries members, 2.1.332)
-    // is not counted: the message before it is marked.
-    let hollow = |m: &Json<'_>| {
-        m.get_str("role") == Some("system") && matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty())
-    };
-    let skipped = |m: &Json<'_>| hollow(m) || (skip_system && m.get_str("role") == Some("system"));
-    let n = messages.iter().rposition(|m| !hollow(m)).map_or(0, |i| i + 1);
-    let targets: Vec<usize> = (0..n).rev().filter(|&i| !skipped(messages[i])).take(count).collect();
     let mut last_marked = false;
-    for &k in targets.iter().rev() {
+    let n = marked_end(messages);
+    for k in targets(messages, count, skip_system) {
         let marked = mark(bump, &mut messages[k], value);
         last_marked = k + 1 == n && marked;
     }
     last_marked
 }
 
+/// The messages [`add_cache_breakpoints_skipping`] marks, ascending: found
+/// from the end, so it costs what it marks, not the conversation.
+pub(crate) fn targets(messages: &[&Json<'_>], count: usize, skip_system: bool) -> Vec<usize> {
+    let skipped = |m: &Json<'_>| hollow(m) || (skip_system && m.get_str("role") == Some("system"));
+    let mut targets: Vec<usize> =
+        (0..marked_end(messages)).rev().filter(|&i| !skipped(messages[i])).take(count).collect();
+    targets.reverse();
+    targets
+}
+
+/// A system turn of no blocks (one that only carries members, 2.1.332) is
+/// not counted: the message before it is marked.
+fn hollow(m: &Json<'_>) -> bool {
+    m.get_str("role") == Some("system") && matches!(m.get("content"), Some(Json::Arr(b)) if b.is_empty())
+}
+
+/// One past the last message that is not hollow.
+fn marked_end(messages: &[&Json<'_>]) -> usize {
+    messages.iter().rposition(|m| !hollow(m)).map_or(0, |i| i + 1)
+}
+
 /// Mark the last markable block of message `m`.
-fn mark<'a>(bump: &'a Bump, last: &mut &'a Json<'a>, value: Json<'a>) -> bool {
+pub(crate) fn mark<'a>(bump: &'a Bump, last: &mut &'a Json<'a>, value: Json<'a>) -> bool {
     let Some(Json::Arr(blocks)) = last.get("content") else { return false };
     let Some(i) = blocks.iter().rposition(can_carry) else { return false };
     let Some(block) = with_member(bump, &blocks[i], "cache_control", value) else { return false };

@@ -147,11 +147,9 @@ pub(crate) struct ChainState<'a> {
     /// The system blocks and tools of the current shape, built once per
     /// shape.
     pub(crate) shape_system: Option<ShapeSystem<'a>>,
-    /// The previous turn's messages (after pairing and media), for node
-    /// sharing.
-    pub(crate) prev_turn: Vec<&'a Json<'a>>,
-    /// Wire forms of message nodes already collapsed.
-    pub(crate) collapsed: rustc_hash::FxHashMap<*const Json<'a>, &'a Json<'a>>,
+    /// What the last request's messages leave for the next
+    /// ([`super::finish`]).
+    pub(crate) finish: super::finish::FinishState<'a>,
     /// Reminders the running process added, by the entry index they
     /// follow, in the order added.
     pub(crate) anchored: rustc_hash::FxHashMap<usize, Vec<&'a str>>,

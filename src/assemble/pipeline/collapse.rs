@@ -5,9 +5,8 @@
 //! *Why here.* It runs after the cache breakpoint is placed (a block with
 //! `cache_control` is not plain), and once per shared node: every message
 //! but the last (which carries the breakpoint and changes every turn) is
-//! looked up in [`ChainState::collapsed`] by address.
-//!
-//! [`ChainState::collapsed`]: super::chain::ChainState::collapsed
+//! looked up by address in the chain's map of those already collapsed
+//! ([`super::finish::FinishState`]).
 
 use crate::assemble::wire::collapse;
 use crate::json::Json;

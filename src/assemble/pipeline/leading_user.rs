@@ -25,16 +25,20 @@ pub(crate) fn ensure_leading_user<'a>(
     messages: &mut Vec<&'a Json<'a>>,
     agent_prompt: Option<&'a str>,
 ) -> bool {
-    let starts_with_user = messages
-        .iter()
-        .find(|m| m.get_str("role") != Some("system"))
-        .is_some_and(|m| m.get_str("role") == Some("user"));
-    if starts_with_user {
+    if starts_with_user(messages) {
         return false;
     }
     let text = agent_prompt.unwrap_or(MISSING_START);
     messages.insert(0, normalize::message(bump, "user", &[normalize::text_block(bump, text)], &[]));
     true
+}
+
+/// Whether the first message that is not a system turn is a user message.
+pub(crate) fn starts_with_user(messages: &[&Json<'_>]) -> bool {
+    messages
+        .iter()
+        .find(|m| m.get_str("role") != Some("system"))
+        .is_some_and(|m| m.get_str("role") == Some("user"))
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ mod chain;
 mod collapse;
 mod compaction;
 pub mod contexts;
+mod finish;
 mod leading_user;
 mod mcp;
 pub mod media;
@@ -55,6 +56,7 @@ mod resume;
 pub mod setup;
 mod share;
 pub mod snapshot;
+mod spine;
 mod system;
 pub mod system_blocks;
 pub mod system_prompt;
@@ -140,13 +142,17 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
         jobs.push(Job::Given { first, projected });
     }
     let mut n = 0;
+    // How many requests there were after this chain's last one was pushed.
+    let mut pushed = None;
     for job in jobs {
         #[cfg(test)]
         if tests::FROM_SCRATCH.with(std::cell::Cell::get) {
             st.memo.clear();
+            st.finish.forget();
         }
         if only_compactions && !matches!(job, Job::Compact { .. }) {
             n += 1;
+            pushed = None;
             continue;
         }
         out.report.turns += 1;
@@ -190,26 +196,17 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
         };
         st.memo.path.path = projected;
         let paired = resume::paired_messages(bump, &st.scratch, same, &cx.statics.rules, &mut st.memo);
-        let (mut messages, stripped) = if paired.media <= crate::assemble::validate::MAX_MEDIA {
-            (st.memo.paired.clone(), 0)
-        } else {
-            media::limit_media(bump, &st.memo.paired)
+        let turn = finish::Turn {
+            version: cx.entries[first].env.version.unwrap_or(""),
+            keeps,
+            compact: compact.map(|(instruction, ..)| (instruction, own)),
+            unchanged: kept.map(|_| paired.unchanged),
+            media: paired.media,
         };
-        let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
-        count_repairs(&mut out.report, &paired.normalize, &paired.pairing, stripped, inserted);
+        let fin = finish::finish(cx, &mut st.finish, &mut st.memo.paired, &turn);
+        count_repairs(&mut out.report, &paired.normalize, &paired.pairing, fin.stripped, fin.inserted);
         if kept.is_none() {
             st.memo.clear();
-        }
-        let header = billing::billing_header(cx, cx.entries[first].env.version.unwrap_or(""), &messages);
-        share::share_with_previous(&mut messages, &mut st.prev_turn);
-        if let (true, Some((instruction, ..))) = (own, compact) {
-            compaction::append_instruction_block(bump, &mut messages, instruction);
-        }
-        let (cc, count) = (cx.statics.cache_control, cx.plan.message_breakpoints);
-        breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, cx.plan.breakpoint_skips_system);
-        let mut messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, keeps);
-        if let (false, Some((instruction, ..))) = (own, compact) {
-            compaction::append_instruction(bump, &mut messages, instruction);
         }
         let id = match compact {
             Some((_, k, _)) => RequestId::Compaction(k),
@@ -218,12 +215,20 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
                 RequestId::Turn(n - 1)
             }
         };
+        // The kept messages are those of the request just before this
+        // one only when that was the chain's last turn.
+        let shared = if pushed == Some(out.requests.len()) { fin.shared } else { 0 };
         match system::select_system(cx, &mut st, first, compact.is_some()) {
             Ok(system) => {
                 let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
-                out.requests.push(body::build_request(cx, id, first, process, messages, system, header.as_deref()))
+                let header = fin.header.as_deref();
+                out.requests.push(body::build_request(cx, id, first, process, fin.messages, shared, system, header));
+                pushed = Some(out.requests.len());
             }
-            Err(d) => out.diagnostics.push(d),
+            Err(d) => {
+                out.diagnostics.push(d);
+                pushed = None;
+            }
         }
     }
 }

@@ -66,6 +66,9 @@ impl Memo<'_> {
 
 /// What [`paired_messages`] built.
 pub(crate) struct Paired {
+    /// How many leading messages of [`Memo::paired`] are the last turn's
+    /// nodes.
+    pub(crate) unchanged: usize,
     /// Media blocks in all of them.
     pub(crate) media: usize,
     pub(crate) normalize: normalize::Report,
@@ -102,6 +105,8 @@ pub(crate) fn paired_messages<'a>(
             *m = old;
         }
     }
+    let old = memo.paired.get(from.paired..).unwrap_or(&[]);
+    let unchanged = from.paired + added.iter().zip(old).take_while(|(m, o)| std::ptr::eq(**m, **o)).count();
     let media_of: Vec<usize> = added.iter().map(|m| super::media::count_of(m)).collect();
     for (mark, (len, pair)) in marks.into_iter().zip(states) {
         let media = from.media + media_of[..len].iter().sum::<usize>();
@@ -109,5 +114,5 @@ pub(crate) fn paired_messages<'a>(
     }
     memo.paired.truncate(from.paired);
     memo.paired.extend(added);
-    Paired { media: from.media + media_of.iter().sum::<usize>(), normalize: report, pairing: end.repairs }
+    Paired { unchanged, media: from.media + media_of.iter().sum::<usize>(), normalize: report, pairing: end.repairs }
 }

@@ -72,6 +72,8 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
             let cx = ChainCtx::new(&sx, f, chain::Part::Whole, &mut report);
             let _ = writeln!(t, "chain {} (agent {:?})", f.file.display.rsplit('/').next().unwrap_or(""), cx.agent_id);
             let mut st = ChainState::default();
+            let mut prev_turn = Vec::new();
+            let mut collapsed = rustc_hash::FxHashMap::default();
             for (n, turn) in projection::turns(cx.entries).iter().enumerate() {
                 let projected = projection::project(cx.entries, &cx.links, turn);
                 let _ = writeln!(t, "  turn {n} (line {}): projection {:?}", cx.entries[turn.first].line, projected);
@@ -95,14 +97,14 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let _ = writeln!(t, "    leading user: {}", if inserted { "inserted" } else { "present" });
                 let header = billing::billing_header(&cx, cx.entries[turn.first].env.version.unwrap_or(""), &messages);
                 let _ = writeln!(t, "    billing: {}", header.as_deref().unwrap_or("(no block)"));
-                share::share_with_previous(&mut messages, &mut st.prev_turn);
+                share::share_with_previous(&mut messages, &mut prev_turn);
                 breakpoints::add_cache_breakpoints(
                     bump,
                     &mut messages,
                     statics.cache_control,
                     plan.message_breakpoints,
                 );
-                let messages = collapse::collapse_messages(bump, messages, &mut st.collapsed, false);
+                let messages = collapse::collapse_messages(bump, messages, &mut collapsed, false);
                 for m in &messages {
                     let _ = writeln!(t, "    message {}", message_line(m));
                 }
@@ -116,7 +118,8 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                             super::body::RequestId::Turn(n),
                             turn.first,
                             process,
-                            messages,
+                            messages.into(),
+                            0,
                             system,
                             header.as_deref(),
                         );
