@@ -12,6 +12,7 @@ mod hostile_input;
 mod ladder;
 mod ladder_late;
 mod layering;
+mod linear;
 mod mock_server;
 mod model;
 mod never_silent;

@@ -35,10 +35,7 @@ pub(crate) fn ensure_leading_user<'a>(
 
 /// Whether the first message that is not a system turn is a user message.
 pub(crate) fn starts_with_user(messages: &[&Json<'_>]) -> bool {
-    messages
-        .iter()
-        .find(|m| m.get_str("role") != Some("system"))
-        .is_some_and(|m| m.get_str("role") == Some("user"))
+    messages.iter().find(|m| m.get_str("role") != Some("system")).is_some_and(|m| m.get_str("role") == Some("user"))
 }
 
 #[cfg(test)]

@@ -66,7 +66,8 @@ impl<'a> Spine<'a> {
             if a.len() > 2 * b.len() {
                 break;
             }
-            let merged = bump.alloc_slice_fill_iter((0..a.len() + b.len()).map(|i| if i < a.len() { a[i] } else { b[i - a.len()] }));
+            let merged = bump
+                .alloc_slice_fill_iter((0..a.len() + b.len()).map(|i| if i < a.len() { a[i] } else { b[i - a.len()] }));
             self.parts.truncate(self.parts.len() - 2);
             self.parts.push(merged);
         }

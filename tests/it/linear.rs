@@ -1,0 +1,129 @@
+//! A session costs what it adds: each turn's request shares the last one's
+//! messages, so the dedup store (recipes included) grows with the session,
+//! not with its square, and expands back to the batch format byte for byte.
+
+use crate::common::first_diff;
+use ctxasm::assemble::pipeline::{Overrides, Setup};
+use ctxasm::assemble::{Assembler, Mode};
+use ctxasm::corpus::RunOptions;
+use ctxasm::input::discover::discover;
+use ctxasm::write::{AssembleOptions, Turns, expand, write_batch, write_dedup};
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn pipeline(turns: Turns) -> AssembleOptions {
+    let profile = ctxasm::profile::Profile::load("cc-2.1.328").unwrap();
+    AssembleOptions {
+        assembler: Assembler {
+            mode: Mode::Pipeline,
+            pipeline: Some(Setup { profile, env: None, overrides: Overrides::default() }),
+            ..Assembler::default()
+        },
+        turns,
+    }
+}
+
+/// A session of `n` user/assistant text turns (a valid `parentUuid`
+/// chain), in `dir`.
+fn long_session(dir: &Path, n: usize) {
+    let sid = "5f0c7a8e-1d2b-4c3a-9e8f-0a1b2c3d4e5f";
+    let mut out = String::new();
+    let mut parent = Value::Null;
+    for i in 0..n {
+        let (u, a) = (format!("u-{i:08}"), format!("a-{i:08}"));
+        let common = |uuid: &str, parent: &Value, t: usize| {
+            json!({"parentUuid": parent, "isSidechain": false, "userType": "external", "cwd": "/home/dev/p",
+                   "sessionId": sid, "version": "2.1.328", "gitBranch": "main", "uuid": uuid,
+                   "timestamp": format!("2026-01-01T00:{:02}:{:02}.000Z", (t / 60) % 60, t % 60)})
+        };
+        let mut user = common(&u, &parent, 2 * i);
+        user["type"] = json!("user");
+        user["message"] = json!({"role": "user", "content": format!("Question {i}: explain item {i} in a few words.")});
+        let mut asst = common(&a, &json!(u), 2 * i + 1);
+        asst["type"] = json!("assistant");
+        asst["requestId"] = json!(format!("req_{i}"));
+        asst["message"] = json!({"model": "claude-sonnet-4-5", "id": format!("msg_{i:024}"), "type": "message",
+            "role": "assistant", "content": [{"type": "text", "text": format!("Item {i} is a thing that does something useful.")}],
+            "stop_reason": "end_turn", "stop_sequence": null,
+            "usage": {"input_tokens": 10, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000, "output_tokens": 30}});
+        out.push_str(&format!("{user}\n{asst}\n"));
+        parent = json!(a);
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{sid}.jsonl")), out).unwrap();
+}
+
+/// The store's recipe bytes, after checking it expands to the batch format.
+fn recipes_of(dir: &Path, opts: &AssembleOptions) -> (u64, Vec<Value>) {
+    let disc = discover(&[dir.to_path_buf()]);
+    let mut batch = Vec::new();
+    let b = write_batch(&disc, &RunOptions::default(), opts, &mut batch).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let d = write_dedup(&disc, &RunOptions::default(), opts, &store).unwrap();
+    assert_eq!((d.requests_written, d.batch_bytes), (b.requests_written, batch.len() as u64));
+    let mut expanded = Vec::new();
+    assert_eq!(expand(&store, &mut expanded).unwrap(), b.requests_written);
+    assert!(expanded == batch, "expand differs: {}", first_diff(&expanded, &batch));
+    let text = std::fs::read_to_string(store.join("recipes.jsonl")).unwrap();
+    (text.len() as u64, text.lines().map(|l| serde_json::from_str(l).unwrap()).collect())
+}
+
+#[test]
+fn each_recipe_lists_only_what_its_turn_adds() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("s"), 50);
+    let (_, recipes) = recipes_of(&tmp.path().join("s"), &pipeline(Turns::All));
+    assert_eq!(recipes.len(), 50);
+    // The first request has one message; every later one keeps all but the
+    // last request's last message (it carried the breakpoint) and adds
+    // that message, the reply and the new question.
+    assert!(recipes[0].get("keep").is_none());
+    assert_eq!(recipes[0]["messages"].as_array().unwrap().len(), 1);
+    for (i, r) in recipes.iter().enumerate().skip(1) {
+        let keep = Some(2 * i as u64 - 2).filter(|&k| k > 0);
+        assert_eq!((r["keep"].as_u64(), r["messages"].as_array().unwrap().len()), (keep, 3), "{i}");
+    }
+    // One request selected per chain: nothing to keep from.
+    let (_, last) = recipes_of(&tmp.path().join("s"), &pipeline(Turns::Last));
+    assert_eq!((last.len(), last[0].get("keep"), last[0]["messages"].as_array().unwrap().len()), (1, None, 99));
+}
+
+#[test]
+fn the_store_of_twice_the_turns_is_twice_the_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("a"), 400);
+    long_session(&tmp.path().join("b"), 800);
+    let (a, _) = recipes_of(&tmp.path().join("a"), &pipeline(Turns::All));
+    let (b, _) = recipes_of(&tmp.path().join("b"), &pipeline(Turns::All));
+    // Per request: the head and tail (a few hundred bytes) and three ids.
+    assert!(b <= a * 21 / 10 && b >= a * 19 / 10, "{a} → {b} bytes of recipes");
+}
+
+#[test]
+fn the_sample_pipeline_store_keeps_and_expands_byte_for_byte() {
+    let opts = pipeline(Turns::All);
+    let (_, recipes) = recipes_of(Path::new("corpora/sample"), &opts);
+    let keeping = recipes.iter().filter(|r| r.get("keep").is_some()).count();
+    assert_eq!((recipes.len(), keeping), (228, 173));
+}
+
+#[test]
+fn a_keep_past_the_previous_recipe_or_an_unknown_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("s"), 3);
+    let disc = discover(&[tmp.path().join("s")]);
+    let store = tmp.path().join("store");
+    write_dedup(&disc, &RunOptions::default(), &pipeline(Turns::All), &store).unwrap();
+    let recipes = store.join("recipes.jsonl");
+    let text = std::fs::read_to_string(&recipes).unwrap();
+    std::fs::write(&recipes, text.replacen("\"keep\":2,", "\"keep\":7,", 1)).unwrap();
+    let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:3: keeps 7 messages of the previous recipe, which has 3", recipes.display()));
+    std::fs::write(&recipes, text).unwrap();
+    let manifest = store.join("manifest.json");
+    let m = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, m.replace("\"version\": 2", "\"version\": 3")).unwrap();
+    let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
+    assert!(e.contains("dedup store version 3; this ctxasm reads versions 1 to 2"), "{e}");
+}
