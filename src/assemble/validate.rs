@@ -127,61 +127,139 @@ fn scan_block(b: &Json<'_>, at: Option<usize>, counts: &mut Counts, out: &mut Ve
 
 /// Every rule `body` breaks (empty when the API would accept it).
 pub fn validate(body: &Body<'_>) -> Vec<Violation> {
-    let mut out = Vec::new();
-    let mut counts = Counts::default();
-    if let Some(Json::Arr(tools)) = body.tools {
-        for t in *tools {
-            scan_block(t, None, &mut counts, &mut out);
+    Validator::default().check(body, 0)
+}
+
+/// The check of a session's requests in order: each request's messages are
+/// walked from where they stop being the previous request's
+/// ([`Body::shared`]), so a session of n turns costs n, not n².
+#[derive(Default)]
+pub struct Validator<'a> {
+    /// Per message walked, the walk's state before it.
+    frames: Vec<Frame<'a>>,
+    /// The walk's state after the last message walked.
+    now: Frame<'a>,
+    /// Violations of the messages walked, in order.
+    violations: Vec<Violation>,
+    /// TTL of each message breakpoint (1h = true), in order.
+    ttls: Vec<bool>,
+    /// `tool_use` ids seen, and the order they were first seen in.
+    seen: HashSet<&'a str>,
+    seen_order: Vec<&'a str>,
+}
+
+/// Where the walk over the messages is.
+#[derive(Default, Clone)]
+struct Frame<'a> {
+    violations: usize,
+    ttls: usize,
+    breakpoints: usize,
+    media: usize,
+    seen: usize,
+    /// User and assistant messages.
+    talk: usize,
+    /// The previous user/assistant message (system turns are skipped).
+    prev: Option<(usize, &'a str)>,
+    /// The tool calls the next user message must answer.
+    pending: Vec<&'a str>,
+}
+
+impl<'a> Validator<'a> {
+    /// Every rule `body` breaks; its first `shared` messages are those of
+    /// the body checked just before (0 for a first or unrelated body).
+    pub fn check(&mut self, body: &Body<'a>, shared: usize) -> Vec<Violation> {
+        self.rewind(shared);
+        for m in body.messages.iter_from(self.frames.len()) {
+            self.frames.push(self.now.clone());
+            self.walk(m);
         }
+        let mut out = Vec::new();
+        let mut counts = Counts::default();
+        if let Some(Json::Arr(tools)) = body.tools {
+            for t in *tools {
+                scan_block(t, None, &mut counts, &mut out);
+            }
+        }
+        for s in &body.system {
+            scan_block(s, None, &mut counts, &mut out);
+        }
+        if self.now.talk == 0 {
+            out.push(Violation {
+                rule: Rule::NoMessages,
+                message: None,
+                detail: "no user or assistant message".into(),
+            });
+        }
+        out.extend_from_slice(&self.violations);
+        counts.breakpoints += self.now.breakpoints;
+        counts.ttls.extend_from_slice(&self.ttls);
+        counts.media += self.now.media;
+        check_counts(&counts, &mut out);
+        out
     }
-    for s in &body.system {
-        scan_block(s, None, &mut counts, &mut out);
+
+    /// Back to the state before message `k` (or where the walk is, when
+    /// it has not walked that far).
+    fn rewind(&mut self, k: usize) {
+        let Some(frame) = self.frames.get(k) else { return };
+        let frame = frame.clone();
+        self.frames.truncate(k);
+        self.violations.truncate(frame.violations);
+        self.ttls.truncate(frame.ttls);
+        for id in self.seen_order.drain(frame.seen..) {
+            self.seen.remove(id);
+        }
+        self.now = frame;
     }
-    if !body.messages.iter().any(|m| matches!(m.get_str("role"), Some("user") | Some("assistant"))) {
-        out.push(Violation { rule: Rule::NoMessages, message: None, detail: "no user or assistant message".into() });
-    }
-    let mut seen_ids: HashSet<&str> = HashSet::default();
-    // The previous user/assistant message (system turns are skipped).
-    let mut prev: Option<(usize, &str)> = None;
-    let mut pending: Vec<&str> = Vec::new();
-    for (i, m) in body.messages.iter().enumerate() {
+
+    /// Walk message `m`, the next one.
+    fn walk(&mut self, m: &'a Json<'a>) {
+        let i = self.frames.len() - 1;
+        let out = &mut self.violations;
         let role = m.get_str("role").unwrap_or("");
         if let Some(Json::Str("")) = m.get("content") {
             out.push(Violation { rule: Rule::EmptyText, message: Some(i), detail: "empty string content".into() });
         }
+        let mut counts = Counts::default();
         for b in blocks(m) {
-            scan_block(b, Some(i), &mut counts, &mut out);
+            scan_block(b, Some(i), &mut counts, out);
         }
+        let now = &mut self.now;
+        now.breakpoints += counts.breakpoints;
+        now.media += counts.media;
+        self.ttls.extend_from_slice(&counts.ttls);
+        now.ttls = self.ttls.len();
         match role {
-            "system" => continue,
-            "user" | "assistant" => {}
+            "system" => {}
+            "user" | "assistant" => {
+                now.talk += 1;
+                match now.prev {
+                    None if role != "user" => out.push(Violation {
+                        rule: Rule::FirstNotUser,
+                        message: Some(i),
+                        detail: format!("the first message is {role}"),
+                    }),
+                    Some((_, p)) if p == role => out.push(Violation {
+                        rule: Rule::RolesDoNotAlternate,
+                        message: Some(i),
+                        detail: format!("two {role} messages in a row"),
+                    }),
+                    _ => {}
+                }
+                if role == "user" {
+                    check_results(i, m, &mut now.pending, out);
+                } else {
+                    check_tool_uses(i, m, &mut now.pending, &mut self.seen, &mut self.seen_order, out);
+                }
+                now.prev = Some((i, role));
+            }
             other => {
-                out.push(Violation { rule: Rule::UnknownRole, message: Some(i), detail: format!("role {other:?}") });
-                continue;
+                out.push(Violation { rule: Rule::UnknownRole, message: Some(i), detail: format!("role {other:?}") })
             }
         }
-        match prev {
-            None if role != "user" => out.push(Violation {
-                rule: Rule::FirstNotUser,
-                message: Some(i),
-                detail: format!("the first message is {role}"),
-            }),
-            Some((_, p)) if p == role => out.push(Violation {
-                rule: Rule::RolesDoNotAlternate,
-                message: Some(i),
-                detail: format!("two {role} messages in a row"),
-            }),
-            _ => {}
-        }
-        if role == "user" {
-            check_results(i, m, &mut pending, &mut out);
-        } else {
-            check_tool_uses(i, m, &mut pending, &mut seen_ids, &mut out);
-        }
-        prev = Some((i, role));
+        now.violations = out.len();
+        now.seen = self.seen_order.len();
     }
-    check_counts(&counts, &mut out);
-    out
 }
 
 /// A user message answers exactly the previous assistant message's tool
@@ -220,6 +298,7 @@ fn check_tool_uses<'a>(
     m: &Json<'a>,
     pending: &mut Vec<&'a str>,
     seen_ids: &mut HashSet<&'a str>,
+    seen_order: &mut Vec<&'a str>,
     out: &mut Vec<Violation>,
 ) {
     if let Some(&id) = pending.first() {
@@ -234,7 +313,9 @@ fn check_tool_uses<'a>(
     *pending =
         blocks(m).iter().filter(|b| b.get_str("type") == Some("tool_use")).filter_map(|b| b.get_str("id")).collect();
     for id in pending.iter() {
-        if !seen_ids.insert(id) {
+        if seen_ids.insert(id) {
+            seen_order.push(id);
+        } else {
             out.push(Violation {
                 rule: Rule::DuplicateToolUseId,
                 message: Some(i),
@@ -515,6 +596,50 @@ mod tests {
             r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA"}}"#
         );
         assert_eq!(rules(&body(&bump, &many)), vec![Rule::TooManyMedia]);
+    }
+
+    #[test]
+    fn a_session_checked_in_order_reports_what_each_request_checked_alone_does() {
+        let bump = Bump::new();
+        let parse = |t: &str| -> &Json<'_> { bump.alloc(LineParser::new().parse(&bump, t.as_bytes()).unwrap()) };
+        let user = |t: &str| parse(&format!(r#"{{"role":"user","content":"{t}"}}"#));
+        let call = |id: &str| {
+            parse(&format!(
+                r#"{{"role":"assistant","content":[{{"type":"tool_use","id":"{id}","name":"n","input":{{}}}}]}}"#
+            ))
+        };
+        let answer = |id: &str| {
+            parse(&format!(
+                r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","content":"r","cache_control":{{"type":"ephemeral","ttl":"1h"}}}}]}}"#
+            ))
+        };
+        let (u0, c1, a1, c1b, u2) = (user("hi"), call("t1"), answer("t1"), call("t1"), user(""));
+        let five_m =
+            parse(r#"{"role":"user","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]}"#);
+        // A session's requests: growing, cut back (a branch), with a
+        // violation before the cut and after it.
+        let session: Vec<Vec<&Json<'_>>> = vec![
+            vec![u0],
+            vec![u0, c1],
+            vec![u0, c1, a1],
+            vec![u0, c1, a1, c1b, u2],
+            vec![u0, c1, five_m],
+            vec![u0, c1, five_m, c1b, a1],
+            vec![u0],
+            vec![],
+        ];
+        let mut validator = Validator::default();
+        let mut last: Vec<&Json<'_>> = Vec::new();
+        let mut broke = 0;
+        for messages in session {
+            let shared = messages.iter().zip(&last).take_while(|(a, b)| std::ptr::eq(**a, **b)).count();
+            last = messages.clone();
+            let b = Body::from_messages(messages);
+            let want = validate(&b);
+            broke += want.len();
+            assert_eq!(validator.check(&b, shared), want, "{shared}");
+        }
+        assert_eq!(broke, 8);
     }
 
     fn problems(f: fn(&Json<'_>) -> Vec<FieldProblem>, text: &str) -> Vec<String> {

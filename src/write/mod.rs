@@ -25,7 +25,6 @@ pub mod body;
 
 use crate::assemble::Request;
 use crate::assemble::pipeline::PipelineReport;
-use crate::assemble::validate::validate;
 use crate::assemble::{Assembler, assemble_session};
 use crate::corpus::RunOptions;
 use crate::diag::{DiagKind, Diagnostic};
@@ -162,9 +161,14 @@ thread_local! {
 /// Check each selected request against the API rules; a broken rule is an
 /// `invalid_request` diagnostic (the request is still written: it is what
 /// the client sent).
-fn check(requests: &[&Request<'_>], so: &mut SessionOut) {
-    for req in requests {
-        for v in validate(&req.body) {
+fn check<'a>(requests: &[Request<'a>], turns: Turns, so: &mut SessionOut) {
+    let mut validator = crate::assemble::validate::Validator::default();
+    let mut last = None;
+    for i in selected(requests, turns) {
+        let req = &requests[i];
+        let shared = if last.is_some_and(|l| l + 1 == i) { req.body.shared } else { 0 };
+        last = Some(i);
+        for v in validator.check(&req.body, shared) {
             so.diagnostics.push(Diagnostic::new(
                 req.file,
                 req.line,
@@ -192,7 +196,7 @@ fn replay<'a>(
         pipeline: a.by_pipeline.then_some(a.pipeline),
         ..SessionOut::default()
     };
-    check(&select(&a.requests, opts.turns), &mut so);
+    check(&a.requests, opts.turns, &mut so);
     (a.requests, so)
 }
 
