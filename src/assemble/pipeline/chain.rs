@@ -47,6 +47,8 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) per_process: Option<Piece<'a>>,
     /// Entry indices of the prompts that start a CLI process.
     pub(crate) process_starts: Vec<usize>,
+    /// Plain prompts before each entry ([`super::processes::prompts_before`]).
+    pub(crate) prompts_before: Vec<u32>,
     /// Where the per-process reminder goes instead of the process start: a
     /// subagent built from its type's definition gets it on its first tool
     /// result (2.1.88 subagent-bash capture); `usize::MAX` when it has none.
@@ -271,6 +273,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
             }),
             per_process: extras.per_process.as_deref().map(|t| user_reminder(bump.alloc_str(t))),
             process_starts: process_first_prompts(entries),
+            prompts_before: super::processes::prompts_before(entries),
             per_process_at: agent
                 .and_then(|a| statics.agents.get(a))
                 .filter(|a| a.subagent)

@@ -238,7 +238,7 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
 fn keeps_blocks(cx: &ChainCtx<'_, '_>, first: usize) -> bool {
     cx.plan.user_text_as_blocks
         && cx.agent_id.is_none()
-        && cx.plan.resumed_processes.get(processes::process_of(cx.entries, first)).copied().unwrap_or(false)
+        && cx.plan.resumed_processes.get(processes::process_of(&cx.prompts_before, first)).copied().unwrap_or(false)
 }
 
 /// Add one request's repairs to the session's counts.
