@@ -1,7 +1,9 @@
 //! Criterion benches of assembly on the captured scenarios
 //! (`tests/fixtures/cc-2.1.328`, `tests/fixtures/cc-2.1.88`): reading alone
 //! as the baseline, record replay, the pipeline end to end (both layouts)
-//! and its stages one by one, batch and dedup output.
+//! and its stages one by one, batch and dedup output; and one generated
+//! session of 1,000, 2,000 and 4,000 turns (`long_session/*`: the cost of a
+//! turn must not grow with the session).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxasm::assemble::pipeline::normalize::{self, Rules};
@@ -118,6 +120,61 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.finish();
+
+    // Scaling: one session of N plain turns, pipeline dedup; the time of
+    // 2N over the time of N is the ratio to watch (issue 15: ≤ 2.2).
+    let mut g = c.benchmark_group("long_session");
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let long_opts = AssembleOptions {
+        assembler: pipeline(Setup {
+            profile: ctxasm::profile::Profile::load("cc-2.1.328").expect("built-in profile"),
+            env: None,
+            overrides: Overrides::default(),
+        }),
+        ..AssembleOptions::default()
+    };
+    for turns in [1000, 2000, 4000] {
+        let dir = tmp.path().join(format!("t{turns}"));
+        long_session(&dir, turns);
+        let disc = discover(&[dir]);
+        g.throughput(Throughput::Elements(turns as u64));
+        let mut n = 0u64;
+        g.bench_function(format!("pipeline_dedup_{turns}_turns"), |b| {
+            b.iter(|| {
+                n += 1;
+                let out = tmp.path().join(format!("out{turns}-{n}"));
+                let s = write_dedup(&disc, &run, &long_opts, &out);
+                let _ = std::fs::remove_dir_all(&out);
+                s.map(|s| s.requests_written).unwrap_or(0)
+            })
+        });
+    }
+    g.finish();
+}
+
+/// One 2.0.77 session of `turns` user/assistant text turns in `dir`.
+fn long_session(dir: &Path, turns: usize) {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let sid = "00000000-0000-4000-8000-000000000001";
+    let mut parent = "null".to_string();
+    for i in 0..turns {
+        let common = format!(
+            r#""isSidechain":false,"userType":"external","cwd":"/home/dev/p","sessionId":"{sid}","version":"2.0.77","timestamp":"2026-01-01T00:00:00.000Z""#
+        );
+        let (u, a) = (format!("u-{i:08}"), format!("a-{i:08}"));
+        let _ = writeln!(
+            out,
+            r#"{{"parentUuid":{parent},{common},"type":"user","uuid":"{u}","message":{{"role":"user","content":"Question {i}: explain item {i} in a few words."}}}}"#
+        );
+        let _ = writeln!(
+            out,
+            r#"{{"parentUuid":"{u}",{common},"type":"assistant","uuid":"{a}","requestId":"req_{i}","message":{{"model":"claude-sonnet-4-5","id":"msg_{i:024}","type":"message","role":"assistant","content":[{{"type":"text","text":"Item {i} is a thing that does something useful."}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":10,"cache_creation_input_tokens":100,"cache_read_input_tokens":1000,"output_tokens":30}}}}}}"#
+        );
+        parent = format!("\"{a}\"");
+    }
+    std::fs::create_dir_all(dir).expect("bench dir");
+    std::fs::write(dir.join(format!("{sid}.jsonl")), out).expect("bench session");
 }
 
 /// Normalized messages of every turn of every session, handed to `f`.

@@ -60,7 +60,6 @@ pub(crate) fn build_request<'a>(
     first: usize,
     process: Option<usize>,
     messages: Messages<'a>,
-    shared: usize,
     system: SystemParts<'_, 'a>,
     header: Option<&str>,
 ) -> Request<'a> {
@@ -116,7 +115,7 @@ pub(crate) fn build_request<'a>(
     let body = Body {
         model,
         messages,
-        shared,
+        shared: 0,
         lead_params,
         system: blocks,
         system_keys,

@@ -222,7 +222,9 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
             Ok(system) => {
                 let process = current_start.and_then(|s| cx.process_starts.iter().position(|&p| p == s));
                 let header = fin.header.as_deref();
-                out.requests.push(body::build_request(cx, id, first, process, fin.messages, shared, system, header));
+                let mut request = body::build_request(cx, id, first, process, fin.messages, system, header);
+                request.body.shared = shared;
+                out.requests.push(request);
                 pushed = Some(out.requests.len());
             }
             Err(d) => {

@@ -55,7 +55,8 @@ pub(crate) fn select_system<'r, 'a>(
         return Ok(SystemParts { nodes: &a.nodes, keys: &a.keys, tools: Some(a.tools), tools_key: a.tools_key });
     }
     if cx.agent_id.is_none()
-        && let Some(Some((nodes, keys))) = statics.process_systems.get(super::processes::process_of(&cx.prompts_before, first))
+        && let Some(Some((nodes, keys))) =
+            statics.process_systems.get(super::processes::process_of(&cx.prompts_before, first))
     {
         return Ok(SystemParts { nodes, keys, tools: statics.tools, tools_key: statics.tools_key });
     }

@@ -119,7 +119,6 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                             turn.first,
                             process,
                             messages.into(),
-                            0,
                             system,
                             header.as_deref(),
                         );
