@@ -87,6 +87,41 @@ impl Discovery {
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.size).sum()
     }
+
+    /// Keep the groups whose `keep` entry is true (one per group, in
+    /// order), and only their files; file indices are renumbered, orders
+    /// kept.
+    pub fn retain_groups(&mut self, keep: &[bool]) {
+        let mut file_kept = vec![false; self.files.len()];
+        for (g, _) in self.groups.iter().zip(keep).filter(|(_, k)| **k) {
+            for i in g.files() {
+                file_kept[i] = true;
+            }
+        }
+        let mut new_index = vec![usize::MAX; self.files.len()];
+        let mut next = 0usize;
+        for (i, &k) in file_kept.iter().enumerate() {
+            if k {
+                new_index[i] = next;
+                next += 1;
+            }
+        }
+        let mut i = 0usize;
+        self.files.retain(|_| {
+            i += 1;
+            file_kept[i - 1]
+        });
+        let mut groups = std::mem::take(&mut self.groups);
+        let mut k = keep.iter();
+        groups.retain(|_| k.next().copied().unwrap_or(false));
+        for g in &mut groups {
+            g.main = g.main.map(|m| new_index[m]);
+            for s in &mut g.subagents {
+                *s = new_index[*s];
+            }
+        }
+        self.groups = groups;
+    }
 }
 
 /// The projects roots used when no path is given: every entry of
@@ -244,7 +279,7 @@ fn session_key(file: &TranscriptFile) -> Option<(PathBuf, String)> {
 
 /// The `sessionId` of the first line of a file that has one, looking at the
 /// first 64 KiB only (the 2.0.x agent files' lines are short).
-fn head_session_id(path: &Path) -> Option<String> {
+pub(crate) fn head_session_id(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut head = Vec::with_capacity(64 * 1024);
     std::fs::File::open(path).ok()?.take(64 * 1024).read_to_end(&mut head).ok()?;

@@ -3,6 +3,7 @@
 
 pub mod discover;
 pub mod lines;
+pub mod shard;
 pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
