@@ -16,12 +16,16 @@
 //! - `manifest.json`: counts and sizes.
 //!
 //! `expand` turns a dedup directory back into the batch format, byte for
-//! byte, checking every segment's hash.
+//! byte, checking every segment's hash; `merge` makes one store of several
+//! (the shards of a corpus) without re-serializing a request.
 //!
 //! Sessions are read in parallel in chunks and written in order, so memory
 //! is bounded by a chunk of sessions, not by the corpus.
 
 pub mod body;
+pub mod merge;
+
+pub use merge::{MergeSummary, merge_stores};
 
 use crate::assemble::Request;
 use crate::assemble::pipeline::PipelineReport;
@@ -301,12 +305,25 @@ pub fn write_batch(
 }
 
 /// Write the dedup format of every selected request into `dir` (created;
-/// must not already hold a dedup output).
+/// must not already hold a dedup output). Nothing to store writes no
+/// directory.
 pub fn write_dedup(
     disc: &Discovery,
     run: &RunOptions<'_>,
     opts: &AssembleOptions,
     dir: &Path,
+) -> io::Result<AssembleSummary> {
+    write_dedup_store(disc, run, opts, dir, false)
+}
+
+/// [`write_dedup`]; with `keep_empty`, a store without a request is
+/// written too (a shard of a corpus may hold none, and `merge` takes it).
+pub fn write_dedup_store(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    dir: &Path,
+    keep_empty: bool,
 ) -> io::Result<AssembleSummary> {
     check_dedup_target(dir)?;
     // Written under a temporary name beside `dir`, renamed when complete:
@@ -317,7 +334,7 @@ pub fn write_dedup(
     std::fs::create_dir_all(&tmp).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
     let result = write_dedup_into(disc, run, opts, &tmp);
     let finish = |summary: &AssembleSummary| -> io::Result<()> {
-        if summary.requests_written == 0 {
+        if summary.requests_written == 0 && !keep_empty {
             // Nothing to store: no directory (the caller says why).
             return std::fs::remove_dir_all(&tmp);
         }
