@@ -3,7 +3,7 @@
 //! Bad input never stops a run: each problem becomes a [`Diagnostic`], the
 //! rest of the file and the other files are still read.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What went wrong. The `as_str` names are the stable `kind` strings of the
@@ -128,8 +128,50 @@ impl Serialize for DiagKind {
     }
 }
 
+impl DiagKind {
+    /// Every kind, in declaration order (a kind added to the enum is added
+    /// here, or a report naming it cannot be read back).
+    pub const ALL: [DiagKind; 22] = [
+        DiagKind::NotFound,
+        DiagKind::Io,
+        DiagKind::EmptyFile,
+        DiagKind::InvalidUtf8,
+        DiagKind::InvalidJson,
+        DiagKind::TruncatedLine,
+        DiagKind::LineTooLong,
+        DiagKind::NotAnObject,
+        DiagKind::NumberOutOfRange,
+        DiagKind::MissingType,
+        DiagKind::UnknownType,
+        DiagKind::DuplicateUuid,
+        DiagKind::MissingParent,
+        DiagKind::ParentCycle,
+        DiagKind::RecordMismatch,
+        DiagKind::InvalidRecord,
+        DiagKind::InvalidRequest,
+        DiagKind::MemoryRefused,
+        DiagKind::ApproximatedProfile,
+        DiagKind::NotRebuilt,
+        DiagKind::ApproximatedMcp,
+        DiagKind::Internal,
+    ];
+
+    /// The kind named `name` (its [`as_str`](Self::as_str)).
+    pub fn from_name(name: &str) -> Option<DiagKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// Read back from its `kind` string (a report written by another run).
+impl<'de> Deserialize<'de> for DiagKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        DiagKind::from_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown diagnostic kind {name:?}")))
+    }
+}
+
 /// One problem in the input. `line` is 1-based; 0 means the whole file.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Diagnostic {
     pub file: String,
     pub line: u32,
@@ -179,6 +221,11 @@ mod tests {
         );
         let e = Diagnostic::new("e.jsonl", 0, DiagKind::EmptyFile, "no lines");
         assert_eq!(e.to_string(), "e.jsonl: empty_file: no lines");
+        let back: Diagnostic = serde_json::from_str(&serde_json::to_string(&d).unwrap()).unwrap();
+        assert_eq!(back, d);
+        for k in DiagKind::ALL {
+            assert_eq!(DiagKind::from_name(k.as_str()), Some(k));
+        }
     }
 
     #[test]

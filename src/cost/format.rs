@@ -97,9 +97,20 @@ pub fn opt_pct(f: Option<f64>) -> String {
 }
 
 /// A fraction as a percentage with one decimal, ungrouped (`0.123` →
-/// `12.3%`).
+/// `12.3%`); `n/a` when not finite (a quantile a merged report lacks).
 pub fn plain_pct(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
     format!("{:.1}%", 100.0 * x)
+}
+
+/// A count of tokens with no decimals, ungrouped; `n/a` when not finite.
+pub fn plain_tokens(x: f64) -> String {
+    if !x.is_finite() {
+        return "n/a".into();
+    }
+    format!("{x:.0}")
 }
 
 /// `+1.2345` / `-1.2345`; a delta that rounds to zero is `+0.0000`.
@@ -117,9 +128,10 @@ pub fn count(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// `x` rounded to `1 / per` (`-0` as `0`; not finite as is).
+/// `x` rounded to `1 / per` (`-0` as `0`; not finite as is; as is
+/// within [`json::exact`]).
 fn round_to(x: f64, per: f64) -> f64 {
-    if !x.is_finite() {
+    if !x.is_finite() || json::is_exact() {
         return x;
     }
     let r = (x * per).round() / per;
@@ -140,6 +152,31 @@ pub fn round_pct(x: f64) -> f64 {
 /// writes them (a value that is not finite stays `null`, serde_json's rule).
 pub mod json {
     use serde::Serializer;
+    use std::cell::Cell;
+
+    thread_local! {
+        static EXACT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Run `f` (a serialization) with money, percentages and ratios written
+    /// unrounded, every digit of the f64 kept: the partial reports of
+    /// `cost --shard` carry values a merge sums, and sums of rounded values
+    /// would drift by up to half a millionth per shard.
+    pub fn exact<R>(f: impl FnOnce() -> R) -> R {
+        struct Reset(bool);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                EXACT.with(|e| e.set(self.0));
+            }
+        }
+        let _reset = Reset(EXACT.with(|e| e.replace(true)));
+        f()
+    }
+
+    /// Whether [`exact`] is running on this thread.
+    pub(super) fn is_exact() -> bool {
+        EXACT.with(Cell::get)
+    }
 
     /// [`super::round_usd`].
     pub fn usd<S: Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {

@@ -1,6 +1,7 @@
 //! `ctxasm cost`: what each request cost (recorded usage), what a prompt
 //! cache simulator predicts from the assembled requests, and what a change
-//! would do to the bill.
+//! would do to the bill; the reports of a corpus's shards merged into one
+//! (`merge`).
 //!
 //! The parts, each using only those before it: `tokens` (a request's token
 //! counts), `pricing` (prices, minimum cacheable lengths and the model-id
@@ -12,6 +13,7 @@
 
 pub mod format;
 pub mod html;
+pub mod merge;
 pub mod modeled;
 pub mod pricing;
 pub mod report;

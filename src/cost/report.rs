@@ -3,7 +3,7 @@
 //! Returns strings (the CLI prints them); the formatting of numbers is
 //! `cost::format`'s, the page is `cost::html`'s.
 
-use super::format::{count, plain_pct, plain_signed_pct, plain_signed_usd};
+use super::format::{count, plain_pct, plain_signed_pct, plain_signed_usd, plain_tokens};
 use super::modeled::{Accuracy, CostReport};
 use super::usage::{PricingInfo, RecordedReport, Totals, Unpriced};
 use std::collections::BTreeMap;
@@ -75,7 +75,12 @@ pub fn table(r: &CostReport) -> String {
         .bytes_per_token
         .iter()
         .filter(|(k, _)| **k != "image")
-        .map(|(k, v)| if v.is_finite() { format!("{k} {v:.2}") } else { format!("{k} -") })
+        .map(|(k, v)| match v {
+            v if v.is_finite() => format!("{k} {v:.2}"),
+            // A merge of shards that fitted their own.
+            v if v.is_nan() => format!("{k} n/a"),
+            _ => format!("{k} -"),
+        })
         .collect();
     let _ = writeln!(
         o,
@@ -162,20 +167,20 @@ fn accuracy_lines(o: &mut String, a: &Accuracy) {
     );
     let _ = writeln!(
         o,
-        "  cache read error    median {} p90 {} of recorded ({} read), median {:.0} p90 {:.0} tokens",
+        "  cache read error    median {} p90 {} of recorded ({} read), median {} p90 {} tokens",
         plain_pct(a.cache_read.median_relative),
         plain_pct(a.cache_read.p90_relative),
         count(a.cache_read.relative_over, "request"),
-        a.cache_read.median_abs_tokens,
-        a.cache_read.p90_abs_tokens
+        plain_tokens(a.cache_read.median_abs_tokens),
+        plain_tokens(a.cache_read.p90_abs_tokens)
     );
     let _ = writeln!(
         o,
-        "  cache write error   median {} p90 {} of recorded, median {:.0} p90 {:.0} tokens",
+        "  cache write error   median {} p90 {} of recorded, median {} p90 {} tokens",
         plain_pct(a.cache_write.median_relative),
         plain_pct(a.cache_write.p90_relative),
-        a.cache_write.median_abs_tokens,
-        a.cache_write.p90_abs_tokens
+        plain_tokens(a.cache_write.median_abs_tokens),
+        plain_tokens(a.cache_write.p90_abs_tokens)
     );
     let h = &a.hits;
     let _ = writeln!(

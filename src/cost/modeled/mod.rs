@@ -65,12 +65,13 @@ mod what_if;
 
 pub use blocks::{KEEPS_THINKING, strips_old_thinking};
 pub use options::{Account, Boundary, ModelOptions, UNSEEN_PREFIX_DEFAULT, WarmPrefix, WhatIf};
-pub use pinning::{BTreeMapF, EstimatorReport};
+pub use pinning::{BTreeMapF, EstimatorReport, estimator_of_report};
 pub use report::{Accuracy, CategoryCost, CostReport, ErrorStats, HitAgreement, SessionCost, TurnRow, WhatIfResult};
 
 use crate::assemble::Assembler;
 use crate::corpus::RunOptions;
 use crate::cost::pricing::Pricing;
+use crate::cost::usage::FileCandidates;
 use crate::input::discover::Discovery;
 
 /// Model the cost of every session of `disc`.
@@ -81,8 +82,32 @@ pub fn cost_report(
     pricing: &Pricing,
     opts: &ModelOptions,
 ) -> CostReport {
+    model(disc, run, assembler, pricing, opts, false).0
+}
+
+/// [`cost_report`], and the usage lines its recorded side was counted
+/// from (before the rule: what a shard's partial report carries, see
+/// `usage::carry`).
+pub fn cost_report_and_lines(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    assembler: &Assembler,
+    pricing: &Pricing,
+    opts: &ModelOptions,
+) -> (CostReport, FileCandidates) {
+    model(disc, run, assembler, pricing, opts, true)
+}
+
+fn model(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    assembler: &Assembler,
+    pricing: &Pricing,
+    opts: &ModelOptions,
+    keep_lines: bool,
+) -> (CostReport, FileCandidates) {
     let (mut sessions, mut chains, mut diagnostics) = blocks::read_corpus(disc, run, assembler, opts);
-    let recorded = report::recorded_of(&mut sessions, pricing);
+    let (recorded, lines) = report::recorded_of(&mut sessions, pricing, keep_lines);
     for s in &mut sessions {
         diagnostics.append(&mut s.diagnostics);
     }
@@ -105,7 +130,7 @@ pub fn cost_report(
     };
     report::add_baseline(&mut rep, &sessions, &chains, &base, pricing);
     rep.what_if = report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd);
-    rep
+    (rep, lines)
 }
 
 /// Blocks and places the tests of every part build.

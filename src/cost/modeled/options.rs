@@ -5,7 +5,7 @@
 //! Plain data and its parsing: applying a what-if is `what_if`'s.
 
 use crate::cost::pricing::{Pricing, UnknownModel};
-use crate::cost::sim::{SimConfig, Ttl};
+use crate::cost::sim::{Estimator, SimConfig, Ttl};
 
 /// Which sessions share a cache (facts §1.7: per organization / workspace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -135,6 +135,11 @@ pub struct ModelOptions {
     /// tool / system breakpoint in the cache, warmed by the account's
     /// sessions that are not in the corpus (see the module docs).
     pub warm_prefix: WarmPrefix,
+    /// Model with this estimator (and, when given, this unseen prefix size
+    /// for chains whose first request has no usage) instead of fitting one
+    /// on the corpus: the shards of a corpus then model the same way
+    /// (`cost --estimator REPORT`).
+    pub fixed_estimator: Option<(Estimator, Option<u64>)>,
 }
 
 /// See [`ModelOptions::warm_prefix`].
@@ -174,6 +179,7 @@ impl Default for ModelOptions {
             prompt_known: false,
             unseen_prefix_default: UNSEEN_PREFIX_DEFAULT,
             warm_prefix: WarmPrefix::Recorded,
+            fixed_estimator: None,
         }
     }
 }

@@ -11,16 +11,18 @@ use super::blocks::ChainIn;
 use super::options::ModelOptions;
 use crate::cost::sim::{BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the estimator was fitted, and how well it predicts what it was
 /// fitted on.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EstimatorReport {
     /// Requests that only append to the one before, both with usage.
     pub samples: u64,
-    /// Bytes per token by kind (`image` is a factor on the image formula).
-    #[serde(serialize_with = "crate::cost::format::json::ratio_map")]
+    /// Bytes per token by kind (`image` is a factor on the image formula;
+    /// `null` in JSON: the kind was fitted to 0 tokens, infinite bytes per
+    /// token).
+    #[serde(serialize_with = "crate::cost::format::json::ratio_map", deserialize_with = "kind_map")]
     pub bytes_per_token: BTreeMapF,
     /// |estimate − recorded| / recorded of the appended tokens.
     #[serde(serialize_with = "crate::cost::format::json::ratio")]
@@ -32,8 +34,45 @@ pub struct EstimatorReport {
     pub blocks_estimated: u64,
     /// Requests whose usage contradicts counts pinned before (left alone).
     pub inconsistent_requests: u64,
-    /// Median size of the unseen prefix (tokens), over chains with usage.
+    /// Median size of the unseen prefix (tokens), over chains with usage
+    /// (with [`ModelOptions::fixed_estimator`], the size given with it).
     pub unseen_prefix_median: Option<u64>,
+}
+
+/// [`EstimatorReport::bytes_per_token`] read back: the kinds it knows,
+/// `null` as infinity.
+fn kind_map<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMapF, D::Error> {
+    let m = std::collections::BTreeMap::<String, Option<f64>>::deserialize(d)?;
+    Ok(BlockKind::ALL
+        .iter()
+        .filter_map(|&k| m.get(kind_name(k)).map(|v| (kind_name(k), v.unwrap_or(f64::INFINITY))))
+        .collect())
+}
+
+/// The estimator of an earlier `cost --json` report (its
+/// `estimator.bytes_per_token` and `unseen_prefix_median`), to model with
+/// instead of fitting one ([`ModelOptions::fixed_estimator`]).
+pub fn estimator_of_report(report: &serde_json::Value) -> Result<(Estimator, Option<u64>), String> {
+    let e = report.get("estimator").ok_or("no \"estimator\" object (not a `cost --json` report?)")?;
+    let bpt = e.get("bytes_per_token").and_then(|b| b.as_object()).ok_or("no estimator.bytes_per_token object")?;
+    if bpt.values().all(serde_json::Value::is_null) {
+        return Err(
+            "estimator.bytes_per_token has no value (a merge of shards that fitted their own estimators?)".into()
+        );
+    }
+    let mut est = Estimator::default();
+    for k in BlockKind::ALL {
+        est.bytes_per_token[k.index()] = match bpt.get(kind_name(k)) {
+            Some(serde_json::Value::Null) => f64::INFINITY,
+            Some(v) => v
+                .as_f64()
+                .filter(|x| *x > 0.0)
+                .ok_or_else(|| format!("estimator.bytes_per_token.{} is not a positive number", kind_name(k)))?,
+            None => return Err(format!("estimator.bytes_per_token has no {:?}", kind_name(k))),
+        };
+    }
+    let unseen = e.get("unseen_prefix_median").and_then(serde_json::Value::as_u64);
+    Ok((est, unseen))
 }
 
 /// Kind name → value, in kind order.
@@ -136,12 +175,19 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
 /// usage, and how that went.
 pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estimator, EstimatorReport) {
     let samples = fit_samples(chains);
-    let est = if samples.len() >= 8 { Estimator::fit(&samples) } else { Estimator::default() };
+    let est = match opts.fixed_estimator {
+        Some((est, _)) => est,
+        None if samples.len() >= 8 => Estimator::fit(&samples),
+        None => Estimator::default(),
+    };
     let fit_err = sorted(
         samples.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect(),
     );
     let residuals = sorted(chains.iter().filter_map(|c| unseen_residual(c, &est)).map(|v| v as f64).collect());
-    let unseen_median = (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64);
+    let unseen_median = match opts.fixed_estimator {
+        Some((_, Some(size))) => Some(size),
+        _ => (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64),
+    };
     let unseen_default = unseen_median.unwrap_or(u64::from(opts.unseen_prefix_default));
     let pins: Vec<PinReport> = chains.par_iter_mut().map(|c| tokens_and_pins(c, &est, unseen_default)).collect();
     let mut estimator = EstimatorReport {

@@ -17,10 +17,10 @@ use crate::cost::sim::Estimator;
 use crate::cost::tokens::TokenCounts;
 use crate::cost::usage::{self, CacheCreation, PricingInfo, RecordedReport, Totals, Unpriced, UnpricedList};
 use crate::diag::Diagnostic;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Error statistics of one predicted quantity against the recorded one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ErrorStats {
     /// Requests compared.
     pub requests: u64,
@@ -50,7 +50,7 @@ impl ErrorStats {
 }
 
 /// Requests by whether the recorded and the modeled usage read the cache.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HitAgreement {
     pub both: u64,
     pub recorded_only: u64,
@@ -59,7 +59,7 @@ pub struct HitAgreement {
 }
 
 /// Modeled against recorded, on the requests that have both.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Accuracy {
     /// Requests with recorded usage matched to an assembled request.
     pub requests_compared: u64,
@@ -79,7 +79,7 @@ pub struct Accuracy {
 }
 
 /// One what-if against the baseline.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WhatIfResult {
     pub what_if: String,
     pub modeled: Totals,
@@ -93,7 +93,7 @@ pub struct WhatIfResult {
 }
 
 /// One session's row.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SessionCost {
     pub session_id: String,
     pub project: String,
@@ -131,7 +131,7 @@ pub struct TurnRow {
 }
 
 /// Cost by category (USD), recorded and modeled.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct CategoryCost {
     #[serde(serialize_with = "json::usd")]
     pub input: f64,
@@ -158,7 +158,7 @@ impl CategoryCost {
 }
 
 /// `ctxasm cost`: recorded, modeled, how far apart, and the what-ifs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CostReport {
     /// The recorded usage of the corpus, as `cost --recorded-only` counts it.
     pub recorded: Totals,
@@ -224,14 +224,19 @@ fn priced_model<'a>(own: &'a str, what_if: &'a WhatIf) -> &'a str {
 /// The corpus-wide recorded usage: the sessions' usage lines (taken out of
 /// them) under the global rule, what `cost --recorded-only` counts, from
 /// pass 1's one read.
-pub(super) fn recorded_of(sessions: &mut [SessionIn], pricing: &Pricing) -> RecordedReport {
+pub(super) fn recorded_of(
+    sessions: &mut [SessionIn],
+    pricing: &Pricing,
+    keep_lines: bool,
+) -> (RecordedReport, usage::FileCandidates) {
     let mut lines = Vec::new();
     for s in sessions.iter_mut() {
         lines.append(&mut s.usage_lines);
     }
+    let kept = if keep_lines { lines.clone() } else { Vec::new() };
     let mut recorded_requests = usage::dedup_files(lines);
     usage::price_requests(&mut recorded_requests, pricing);
-    RecordedReport::from_requests(&recorded_requests, pricing, Vec::new())
+    (RecordedReport::from_requests(&recorded_requests, pricing, Vec::new()), kept)
 }
 
 /// Sum the baseline replay into `rep`: modeled totals, accuracy against the

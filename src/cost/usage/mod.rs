@@ -95,13 +95,14 @@
 //! ([`RecordedReport`]). Reads transcripts only through `corpus`; prints
 //! nothing.
 
+pub mod carry;
 mod dedup;
 mod report;
 
 pub use dedup::dedup_files;
 pub use report::{
     CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList, UsageSum,
-    recorded_report,
+    recorded_report, recorded_report_and_lines,
 };
 
 use super::pricing::Pricing;
@@ -186,6 +187,16 @@ pub fn recorded_requests_corpus(
     run: &RunOptions<'_>,
     pricing: &Pricing,
 ) -> (Vec<RecordedRequest>, Vec<Diagnostic>) {
+    let (files, diagnostics) = usage_lines_corpus(disc, run);
+    let mut requests = dedup_files(files);
+    price_requests(&mut requests, pricing);
+    (requests, diagnostics)
+}
+
+/// The usage lines of every session of `disc`, by file, before the rule;
+/// with the sessions that could not be read (and discovery's problems) as
+/// diagnostics.
+pub fn usage_lines_corpus(disc: &Discovery, run: &RunOptions<'_>) -> (FileCandidates, Vec<Diagnostic>) {
     let mut diagnostics = disc.diagnostics.clone();
     let mut files: FileCandidates = Vec::new();
     // What reading found (bad lines) is reported with the rest.
@@ -198,9 +209,7 @@ pub fn recorded_requests_corpus(
             Err(diag) => diagnostics.push(diag),
         }
     }
-    let mut requests = dedup_files(files);
-    price_requests(&mut requests, pricing);
-    (requests, diagnostics)
+    (files, diagnostics)
 }
 
 /// Every usage line of each file of the session, with the file's path.

@@ -4,7 +4,9 @@
 //!
 //! Sums only: which lines are requests is `usage`'s and `dedup`'s.
 
-use super::{RecordedRequest, recorded_requests_corpus};
+use super::{
+    FileCandidates, RecordedRequest, dedup_files, price_requests, recorded_requests_corpus, usage_lines_corpus,
+};
 use crate::corpus::RunOptions;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
@@ -12,11 +14,11 @@ use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::time::{parse_rfc3339_ms, utc_day};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The keys of every `totals` object.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Totals {
     pub requests: u64,
     pub input_tokens: u64,
@@ -33,7 +35,7 @@ pub struct Totals {
 
 /// The requests of one model the price table has no row for: counted,
 /// listed, and left out of every `cost_usd`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unpriced {
     /// The model as the request names it (`unknown` when it names none).
     pub model: String,
@@ -73,7 +75,7 @@ impl UnpricedList {
 }
 
 /// The TTL split of `cache_creation_input_tokens`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheCreation {
     pub ephemeral_5m_input_tokens: u64,
     pub ephemeral_1h_input_tokens: u64,
@@ -135,7 +137,7 @@ pub struct ModelUsage {
 }
 
 /// Where the prices come from.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PricingInfo {
     /// The table's own `source` and `date`.
     pub source: String,
@@ -234,6 +236,19 @@ impl PricingInfo {
 pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing) -> RecordedReport {
     let (requests, diagnostics) = recorded_requests_corpus(disc, run, pricing);
     RecordedReport::from_requests(&requests, pricing, diagnostics)
+}
+
+/// [`recorded_report`], and the usage lines it was counted from (before
+/// the rule: what a shard's partial report carries, see `carry`).
+pub fn recorded_report_and_lines(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    pricing: &Pricing,
+) -> (RecordedReport, FileCandidates) {
+    let (files, diagnostics) = usage_lines_corpus(disc, run);
+    let mut requests = dedup_files(files.clone());
+    price_requests(&mut requests, pricing);
+    (RecordedReport::from_requests(&requests, pricing, diagnostics), files)
 }
 
 #[cfg(test)]
