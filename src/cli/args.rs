@@ -31,10 +31,15 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Write the batch format of a dedup directory.
     Expand(ExpandArgs),
+    /// Merge dedup stores (the shards' `assemble --format dedup` outputs)
+    /// into one, without re-serializing: equal segments collapse, recipes
+    /// are concatenated in the order given.
+    Merge(MergeArgs),
     /// Release profiles for the pipeline.
     #[command(subcommand)]
     Profile(ProfileCommand),
-    /// What the sessions cost: recorded usage priced (--recorded-only).
+    /// What the sessions cost: recorded usage priced (--recorded-only), or
+    /// modeled; `cost merge` merges the reports of a corpus's shards.
     Cost(CostArgs),
     /// Send assembled requests to the Messages API: rate-limited, retried,
     /// resumable (one journal line per finished request).
@@ -107,6 +112,17 @@ pub struct InputArgs {
     /// Skip lines longer than this many bytes (with a diagnostic).
     #[arg(long, default_value_t = 1 << 30)]
     pub max_line_bytes: usize,
+    /// Read only shard K of N, K 0-based (0/4 … 3/4): the sessions whose
+    /// key hashes to K. N runs with K = 0 … N-1 and the same paths read
+    /// the corpus exactly once; a session and its subagents are never
+    /// split.
+    #[arg(long, value_name = "K/N", help_heading = "Sharding")]
+    pub shard: Option<ctxasm::input::shard::Shard>,
+    /// The shard key: session, project, or root (the projects root); a
+    /// project or root keeps together every session `cost --account` lets
+    /// share a prompt cache [default: session].
+    #[arg(long, requires = "shard", value_parser = ["session", "project", "root"], help_heading = "Sharding")]
+    pub shard_by: Option<String>,
 }
 
 #[derive(Args)]
@@ -217,7 +233,10 @@ pub struct VerifyArgs {
 }
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct CostArgs {
+    #[command(subcommand)]
+    pub command: Option<CostCommand>,
     #[command(flatten)]
     pub input: InputArgs,
     /// Only the usage recorded in the transcripts, priced (each request
@@ -255,9 +274,37 @@ pub struct CostArgs {
     /// The sessions' environment (env/ layout) for the pipeline.
     #[arg(long)]
     pub env: Option<PathBuf>,
+    /// Model with the token estimator of an earlier `cost --json` report
+    /// (its estimator.bytes_per_token and unseen_prefix_median) instead of
+    /// fitting one on the sessions read: every shard of a corpus then
+    /// models as a single run with that estimator does.
+    #[arg(long, value_name = "REPORT", conflicts_with = "recorded_only")]
+    pub estimator: Option<PathBuf>,
     /// Exit with status 1 when there is any diagnostic.
     #[arg(long)]
     pub strict: bool,
+}
+
+#[derive(Subcommand)]
+pub enum CostCommand {
+    /// Merge the reports of every shard of a corpus (`cost --json --shard
+    /// K/N`, K = 0 … N-1) into the corpus's report: recorded usage exactly
+    /// as a single run counts it; modeled figures summed (see the README
+    /// for what merges exactly).
+    Merge(CostMergeArgs),
+}
+
+#[derive(Args)]
+pub struct CostMergeArgs {
+    /// The shards' `cost --json --shard K/N` reports, every K once.
+    #[arg(required = true, num_args = 1..)]
+    pub reports: Vec<PathBuf>,
+    /// The price table the shards used [default: the built-in table].
+    #[arg(long)]
+    pub pricing: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Subcommand)]
@@ -334,6 +381,19 @@ pub struct ExpandArgs {
     /// Output file (`-` = stdout).
     #[arg(short, long, default_value = "-")]
     pub output: PathBuf,
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The merged store (must not exist, or be an empty directory).
+    pub out: PathBuf,
+    /// The dedup stores, in order: `expand` of the merged store is their
+    /// batch outputs concatenated in this order.
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
+    /// Print the summary as JSON on stderr.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args)]

@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Assemble(args) => commands::assemble::run(&args),
         Command::Verify(args) => commands::verify::run(&args),
         Command::Expand(args) => commands::expand::run(&args),
+        Command::Merge(args) => commands::merge::run(&args),
         Command::Profile(ProfileCommand::Extract(args)) => commands::profile::extract(&args),
         #[cfg(feature = "net")]
         Command::Profile(ProfileCommand::Capture(args)) => commands::profile_capture::run(&args),

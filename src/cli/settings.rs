@@ -13,6 +13,7 @@ use ctxasm::corpus::RunOptions;
 use ctxasm::env::claude_json::local_device_id;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
+use ctxasm::input::shard::{Shard, ShardBy, keep_shard};
 use ctxasm::input::source::SourceOptions;
 use ctxasm::profile::Shelf;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,30 @@ pub use net::*;
 pub struct Input {
     pub disc: Discovery,
     pub run: RunOptions<'static>,
+    /// `--shard`: which shard this run reads.
+    pub shard: Option<Sharded>,
+}
+
+/// A run of one shard: which, by what key, and how many session groups
+/// the whole corpus has.
+#[derive(Clone, Copy)]
+pub struct Sharded {
+    pub shard: Shard,
+    pub by: ShardBy,
+    pub groups_total: usize,
+}
+
+impl Sharded {
+    /// `shard 1/4 (by session): 5 of 21 sessions`.
+    pub fn describe(&self, disc: &Discovery) -> String {
+        format!(
+            "shard {} (by {}): {} of {}",
+            self.shard,
+            self.by,
+            disc.groups.len(),
+            crate::cli::render::count(self.groups_total as u64, "session")
+        )
+    }
 }
 
 impl Input {
@@ -34,17 +59,31 @@ impl Input {
     /// No transcript found is a [`NothingFound`] error naming where it
     /// looked (unless a named path could not be read: that run goes on and
     /// exits 2 with its report; an absent default root is nothing found).
+    /// With `--shard`, the corpus is found first (nothing found is about
+    /// the corpus), then only the shard's sessions are kept: a shard may
+    /// be empty.
     pub fn resolve(args: &InputArgs) -> anyhow::Result<Self> {
-        let disc = discovery(args);
+        let mut disc = discovery(args);
         if disc.files.is_empty() && (args.paths.is_empty() || !crate::cli::input::failed(&disc)) {
             return Err(nothing_found(args, &disc).into());
         }
+        let shard = apply_shard(args, &mut disc);
         let run = RunOptions {
             read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes },
             ..RunOptions::with_threads(args.threads)
         };
-        Ok(Self { disc, run })
+        Ok(Self { disc, run, shard })
     }
+}
+
+/// `--shard K/N` and `--shard-by`: keep the shard's session groups of
+/// `disc`.
+pub fn apply_shard(args: &InputArgs, disc: &mut Discovery) -> Option<Sharded> {
+    let shard = args.shard?;
+    let by = args.shard_by.as_deref().and_then(|b| b.parse().ok()).unwrap_or_default();
+    let groups_total = disc.groups.len();
+    keep_shard(disc, &roots(args), shard, by);
+    Some(Sharded { shard, by, groups_total })
 }
 
 /// Where the search for transcripts looked, when it found none.
@@ -64,10 +103,14 @@ fn nothing_found(args: &InputArgs, disc: &Discovery) -> NothingFound {
     ))
 }
 
+/// The paths named on the command line, or the default projects roots.
+fn roots(args: &InputArgs) -> Vec<PathBuf> {
+    if args.paths.is_empty() { default_roots() } else { args.paths.clone() }
+}
+
 /// The files named on the command line, or the default projects roots.
 pub fn discovery(args: &InputArgs) -> Discovery {
-    let paths = if args.paths.is_empty() { default_roots() } else { args.paths.clone() };
-    discover(&paths)
+    discover(&roots(args))
 }
 
 /// How each file is loaded (mapped or read).

@@ -9,7 +9,10 @@ use std::time::Instant;
 
 pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
     let start = Instant::now();
-    let Input { mut disc, run } = Input::resolve(&args.input)?;
+    let Input { mut disc, run, shard } = Input::resolve(&args.input)?;
+    if let Some(s) = &shard {
+        eprintln!("ctxasm: {}", s.describe(&disc));
+    }
     // Never read back what this run writes (`assemble DIR -o DIR/out.jsonl`).
     let excluded = input::exclude_output(&mut disc, &args.output);
     let (assembler, notes) = settings::assembler(&args.pipeline, &args.identity)?;
@@ -18,8 +21,9 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
         Format::Batch => {
             let mut out = output::open(&args.output)?;
             let summary = ctxasm::write::write_batch(&disc, &run, &opts, &mut out)?;
-            // Nothing to write leaves no file (the error below says why).
-            if summary.requests_written > 0 {
+            // Nothing to write leaves no file (the error below says why);
+            // a shard writes its output, empty or not.
+            if summary.requests_written > 0 || shard.is_some() {
                 out.finish()?;
             }
             summary
@@ -28,7 +32,7 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
             if args.output.as_os_str() == "-" {
                 anyhow::bail!("--format dedup needs -o DIR");
             }
-            ctxasm::write::write_dedup(&disc, &run, &opts, &args.output)?
+            ctxasm::write::write_dedup_store(&disc, &run, &opts, &args.output, shard.is_some())?
         }
     };
     if excluded > 0 {
@@ -64,7 +68,9 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
         }
         return Ok(Outcome::Problems);
     }
-    if summary.requests_written == 0 {
+    // A shard of a corpus that holds a request may hold none: its output
+    // is written, empty, for the others to be merged with.
+    if summary.requests_written == 0 && shard.is_none() {
         return Err(NothingFound(format!(
             "{} read, no request to write: no assistant message came from the API{}",
             render::count(summary.sessions, "session"),

@@ -6,7 +6,8 @@ use crate::cli::exit::Outcome;
 use crate::cli::{output, settings};
 
 pub fn run(args: &InputArgs) -> anyhow::Result<Outcome> {
-    let disc = settings::discovery(args);
+    let mut disc = settings::discovery(args);
+    settings::apply_shard(args, &mut disc);
     let report = ctxasm::baseline::owned_dom(&disc, args.threads, &settings::source(args));
     output::json(&report)?;
     Ok(Outcome::Clean)

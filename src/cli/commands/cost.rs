@@ -1,14 +1,19 @@
 //! `ctxasm cost`: the recorded usage priced (`--recorded-only`), or the
-//! modeled cost with what-if deltas, an HTML report and per-request lines.
+//! modeled cost with what-if deltas, an HTML report and per-request lines;
+//! with `--shard`, the partial report `cost merge` merges.
 
-use crate::cli::args::CostArgs;
+use crate::cli::args::{CostArgs, CostCommand, CostMergeArgs};
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, progress, render};
+use ctxasm::cost::merge::Partial;
 use ctxasm::cost::modeled::WhatIf;
 use ctxasm::cost::pricing::Pricing;
 
 pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
+    if let Some(CostCommand::Merge(m)) = &args.command {
+        return merge(m);
+    }
     let pricing = settings::pricing(args.pricing.as_deref())?;
     if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
         anyhow::bail!("cost: --html and --what-if need the modeled cost (drop --recorded-only)");
@@ -18,18 +23,51 @@ pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
     for w in &what_ifs {
         w.check(&pricing).map_err(|e| anyhow::anyhow!("--what-if {w}: {e}"))?;
     }
+    let estimator = match &args.estimator {
+        Some(path) => Some(estimator_of(path)?),
+        None => None,
+    };
     let input = Input::resolve(&args.input)?;
+    if let Some(s) = &input.shard {
+        eprintln!("ctxasm: {}", s.describe(&input.disc));
+        if !args.json {
+            eprintln!("ctxasm: the report of this shard only; with --json it carries what `ctxasm cost merge` merges");
+        }
+    }
     let failed = input::failed(&input.disc);
-    let outcome =
-        if args.recorded_only { recorded(args, &input, &pricing)? } else { modeled(args, input, &pricing, what_ifs)? };
+    let outcome = if args.recorded_only {
+        recorded(args, &input, &pricing)?
+    } else {
+        modeled(args, input, &pricing, what_ifs, estimator)?
+    };
     Ok(outcome.unless_failed(failed))
 }
 
+/// `--estimator REPORT`: the estimator of an earlier report.
+fn estimator_of(path: &std::path::Path) -> anyhow::Result<(ctxasm::cost::sim::Estimator, Option<u64>)> {
+    let text = std::fs::read(path).map_err(|e| anyhow::anyhow!("--estimator {}: {e}", path.display()))?;
+    let report: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| anyhow::anyhow!("--estimator {}: not JSON: {e}", path.display()))?;
+    ctxasm::cost::modeled::estimator_of_report(&report)
+        .map_err(|e| anyhow::anyhow!("--estimator {}: {e}", path.display()))
+}
+
 fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result<Outcome> {
-    let report = ctxasm::cost::usage::recorded_report(&input.disc, &input.run, pricing);
+    let (report, partial) = match &input.shard {
+        Some(s) => {
+            let (report, lines) = ctxasm::cost::usage::recorded_report_and_lines(&input.disc, &input.run, pricing);
+            let partial = Partial::recorded(s.shard, s.by, &report, &lines);
+            (report, Some(partial))
+        }
+        None => (ctxasm::cost::usage::recorded_report(&input.disc, &input.run, pricing), None),
+    };
     print_diagnostics(&report.diagnostics);
     if args.json {
-        output::json(&serde_json::json!({ "recorded": report.totals, "report": report }))?;
+        let mut value = serde_json::json!({ "recorded": report.totals, "report": report });
+        if let Some(p) = partial {
+            value["partial"] = p.to_json()?;
+        }
+        output::json(&value)?;
     } else {
         output::text(&ctxasm::cost::report::recorded_table(&report))?;
     }
@@ -55,7 +93,13 @@ fn strict_outcome(strict: bool, diagnostics: &[ctxasm::diag::Diagnostic]) -> Out
     Outcome::Clean
 }
 
-fn modeled(args: &CostArgs, input: Input, pricing: &Pricing, what_ifs: Vec<WhatIf>) -> anyhow::Result<Outcome> {
+fn modeled(
+    args: &CostArgs,
+    input: Input,
+    pricing: &Pricing,
+    what_ifs: Vec<WhatIf>,
+    fixed_estimator: Option<(ctxasm::cost::sim::Estimator, Option<u64>)>,
+) -> anyhow::Result<Outcome> {
     let (prep, chooser, notes) = settings::profile_prep(&args.profile, args.env.as_deref(), Default::default(), false)?;
     // On stderr: the JSON is on stdout.
     for n in &notes {
@@ -67,6 +111,7 @@ fn modeled(args: &CostArgs, input: Input, pricing: &Pricing, what_ifs: Vec<WhatI
         account: args.account.parse().unwrap_or_default(),
         what_ifs,
         prompt_known,
+        fixed_estimator,
         ..Default::default()
     };
     let assembler = ctxasm::assemble::Assembler {
@@ -75,11 +120,27 @@ fn modeled(args: &CostArgs, input: Input, pricing: &Pricing, what_ifs: Vec<WhatI
         pipeline: Some(prep),
         chooser,
     };
-    let Input { disc, run } = input;
+    let Input { disc, run, shard } = input;
+    if let Some(s) = &shard
+        && account_wider(&s.by.to_string(), &args.account)
+    {
+        eprintln!(
+            "ctxasm: note: sharded by {} with --account {}: sessions of one account in other shards share no \
+             prompt cache with these (--shard-by {} keeps each account in one shard)",
+            s.by, args.account, args.account
+        );
+    }
     let bar = progress::reading(&disc);
     let tick = progress::ticker(&bar);
     let run = ctxasm::corpus::RunOptions { progress: Some(&tick), ..run };
-    let report = ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts);
+    let (report, partial) = match &shard {
+        Some(s) => {
+            let (report, lines) = ctxasm::cost::modeled::cost_report_and_lines(&disc, &run, &assembler, pricing, &opts);
+            let partial = Partial::modeled(s.shard, s.by, &report, &lines);
+            (report, Some(partial))
+        }
+        None => (ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts), None),
+    };
     progress::finish(&bar);
     print_diagnostics(&report.diagnostics);
     if let Some(path) = &args.html {
@@ -94,9 +155,79 @@ fn modeled(args: &CostArgs, input: Input, pricing: &Pricing, what_ifs: Vec<WhatI
         output::write_atomic(path, text.as_bytes())?;
     }
     if args.json {
-        output::json(&report)?;
+        let mut value = serde_json::to_value(&report)?;
+        if let Some(p) = partial {
+            value["partial"] = p.to_json()?;
+        }
+        output::json(&value)?;
     } else {
         output::text(&ctxasm::cost::report::table(&report))?;
     }
     Ok(strict_outcome(args.strict, &report.diagnostics))
+}
+
+/// Whether the `account` scope is wider than the shard key `by`
+/// (session < project < root): then sessions of one account are split.
+fn account_wider(by: &str, account: &str) -> bool {
+    let width = |s: &str| match s {
+        "session" => 0,
+        "project" => 1,
+        _ => 2,
+    };
+    width(account) > width(by)
+}
+
+/// A shard's report file, for `cost merge`: only its `partial` is read.
+#[derive(serde::Deserialize)]
+struct ShardReport {
+    partial: Option<Partial>,
+}
+
+/// `ctxasm cost merge REPORT...`.
+fn merge(args: &CostMergeArgs) -> anyhow::Result<Outcome> {
+    let pricing = settings::pricing(args.pricing.as_deref())?;
+    let mut parts = Vec::new();
+    for path in &args.reports {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let report: ShardReport = serde_json::from_slice(&bytes)
+            .map_err(|e| anyhow::anyhow!("{name}: not a report of `cost --json`: {e}"))?;
+        let Some(partial) = report.partial else {
+            anyhow::bail!(
+                "{name}: not the report of a shard (no \"partial\" object; `ctxasm cost --json --shard K/N` writes one)"
+            );
+        };
+        parts.push((name, partial));
+    }
+    let merged = ctxasm::cost::merge::merge(parts, &pricing).map_err(anyhow::Error::msg)?;
+    for n in &merged.notes {
+        eprintln!("ctxasm: note: {n}");
+    }
+    let info = serde_json::json!({
+        "shards": merged.shards,
+        "shard_by": merged.shard_by,
+        "notes": merged.notes,
+    });
+    match &merged.modeled {
+        Some(report) => {
+            print_diagnostics(&report.diagnostics);
+            if args.json {
+                let mut value = serde_json::to_value(report)?;
+                value["merged"] = info;
+                output::json(&value)?;
+            } else {
+                output::text(&ctxasm::cost::report::table(report))?;
+            }
+        }
+        None => {
+            let report = &merged.recorded;
+            print_diagnostics(&report.diagnostics);
+            if args.json {
+                output::json(&serde_json::json!({ "recorded": report.totals, "report": report, "merged": info }))?;
+            } else {
+                output::text(&ctxasm::cost::report::recorded_table(report))?;
+            }
+        }
+    }
+    Ok(Outcome::Clean)
 }

@@ -7,6 +7,7 @@ pub mod bench_baseline;
 pub mod cost;
 pub mod docs;
 pub mod expand;
+pub mod merge;
 pub mod profile;
 pub mod stats;
 pub mod verify;

@@ -9,7 +9,10 @@ use std::time::Instant;
 
 pub fn run(args: &StatsArgs) -> anyhow::Result<Outcome> {
     let start = Instant::now();
-    let Input { disc, run } = Input::resolve(&args.input)?;
+    let Input { disc, run, shard } = Input::resolve(&args.input)?;
+    if let Some(s) = &shard {
+        eprintln!("ctxasm: {}", s.describe(&disc));
+    }
     let bar = progress::reading(&disc);
     let tick = progress::ticker(&bar);
     let st = ctxasm::stats::collect(&disc, &RunOptions { progress: Some(&tick), ..run });

@@ -7,7 +7,10 @@ use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, render};
 
 pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
-    let Input { disc, run } = Input::resolve(&args.input)?;
+    let Input { disc, run, shard } = Input::resolve(&args.input)?;
+    if let Some(s) = &shard {
+        eprintln!("ctxasm: {}", s.describe(&disc));
+    }
     let mut wire: Option<ctxasm::verify::Wire> = None;
     for path in &args.wire {
         let all = wire.get_or_insert_with(Default::default);
