@@ -32,6 +32,7 @@ mod send_safety;
 mod shape_agents;
 mod shape_mcp;
 mod shape_sessions;
+mod shard;
 mod stats;
 mod system_side;
 mod user_reads;
