@@ -9,10 +9,12 @@
 //! The key ([`ShardBy`]) never depends on where the corpus is mounted:
 //!
 //! - `session` (the default): the session id — the main file's name
-//!   without `.jsonl`, the `<sid>` directory above `subagents/`, or for a
-//!   2.0.x `agent-*.jsonl` found without its session the `sessionId` of its
-//!   first lines (else its name). Copies of one session in two projects
-//!   land in the same shard.
+//!   without `.jsonl` when it is a session id (a UUID, as Claude Code names
+//!   them), else the `sessionId` of its first lines; the `<sid>` directory
+//!   above `subagents/`; for a 2.0.x `agent-*.jsonl` found without its
+//!   session the `sessionId` of its first lines (else its name). Copies of
+//!   one session in two projects land in the same shard, and so does a
+//!   transcript of the session saved under another name.
 //! - `project`: the project folder, as a path relative to the command-line
 //!   path it was found under (its name when that path is inside it).
 //! - `root`: the projects root (the project folder's parent), the same way.
@@ -44,8 +46,8 @@ impl std::str::FromStr for Shard {
     /// `K/N`: `0 ≤ K < N`, `N ≥ 1`.
     fn from_str(s: &str) -> Result<Self, String> {
         let (k, n) = s.split_once('/').ok_or("expected K/N, e.g. 0/4 (K is 0-based: 0 to N-1)")?;
-        let n: u32 = n.trim().parse().map_err(|_| format!("N ({n:?}) is not a whole number"))?;
-        let k: u32 = k.trim().parse().map_err(|_| format!("K ({k:?}) is not a whole number"))?;
+        let n: u32 = n.trim().parse().map_err(|_| format!("N is not a whole number: {n:?}"))?;
+        let k: u32 = k.trim().parse().map_err(|_| format!("K is not a whole number: {k:?}"))?;
         if n == 0 {
             return Err("N must be at least 1".into());
         }
@@ -109,14 +111,14 @@ pub fn group_key(disc: &Discovery, group: &SessionGroup, roots: &[PathBuf], by: 
     match by {
         ShardBy::Session => {
             if let Some(m) = main {
-                return stem(&m.path);
+                return session_of(&m.path);
             }
             if let Some(dir) = sid_dir() {
                 return name(dir);
             }
             match &first.kind {
                 FileKind::Subagent { .. } => head_session_id(&first.path).unwrap_or_else(|| stem(&first.path)),
-                FileKind::Session => stem(&first.path),
+                FileKind::Session => session_of(&first.path),
             }
         }
         ShardBy::Project | ShardBy::Root => {
@@ -140,6 +142,29 @@ pub fn keep_shard(disc: &mut Discovery, roots: &[PathBuf], shard: Shard, by: Sha
     before - disc.groups.len()
 }
 
+/// The session of a main file: its name when it is a session id (as
+/// Claude Code names them: nothing to read), else the `sessionId` of its
+/// first lines (a renamed copy goes where its session goes), else its name.
+fn session_of(path: &Path) -> String {
+    let s = stem(path);
+    if is_uuid(&s) { s } else { head_session_id(path).unwrap_or(s) }
+}
+
+/// `8-4-4-4-12` hex digits.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes()
+            .enumerate()
+            .all(|(i, b)| if matches!(i, 8 | 13 | 18 | 23) { b == b'-' } else { b.is_ascii_hexdigit() })
+}
+
+/// The session ids of the groups of `disc` (their [`ShardBy::Session`]
+/// keys): which sessions a shard holds, for what is matched by session
+/// (`verify --wire`).
+pub fn session_ids(disc: &Discovery) -> std::collections::HashSet<String> {
+    disc.groups.iter().map(|g| group_key(disc, g, &[], ShardBy::Session)).collect()
+}
+
 fn stem(p: &Path) -> String {
     p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
@@ -149,9 +174,10 @@ fn name(p: &Path) -> String {
 }
 
 /// `dir` relative to the first of `roots` it is under, components joined
-/// by `/`; its name when it is above every root (a root inside it).
+/// by `/`; its name when it is a root or above every root (a root inside
+/// it).
 fn relative(dir: &Path, roots: &[PathBuf]) -> String {
-    let rel = roots.iter().find_map(|r| dir.strip_prefix(r).ok());
+    let rel = roots.iter().find_map(|r| dir.strip_prefix(r).ok()).filter(|rel| !rel.as_os_str().is_empty());
     match rel {
         Some(rel) => rel.iter().map(|c| c.to_string_lossy()).collect::<Vec<_>>().join("/"),
         None => name(dir),
@@ -198,7 +224,8 @@ mod tests {
         let roots = [r.clone()];
         assert_eq!(keys(&roots, ShardBy::Session), ["s1", "gone", "s2"]);
         assert_eq!(keys(&roots, ShardBy::Project), ["p1", "", "p2"]);
-        assert_eq!(keys(&roots, ShardBy::Root), ["", "", ""]);
+        // The root named is the projects root: its name.
+        assert_eq!(keys(&roots, ShardBy::Root), ["projects", "", "projects"]);
         // From the directory above, and relative or absolute: the same
         // sessions, projects one folder deeper.
         let above = [dir.path().join("mnt")];
@@ -207,6 +234,25 @@ mod tests {
         assert_eq!(keys(&above, ShardBy::Root), ["projects", "", "projects"]);
         // One project named: its folder is above the path, so its name.
         assert_eq!(keys(&[r.join("p1")], ShardBy::Project), ["p1"]);
+    }
+
+    #[test]
+    fn a_transcript_not_named_by_its_session_goes_with_its_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path();
+        let sid = "c45af7b1-cb7c-4e51-93db-8cbb250a877a";
+        // A renamed main transcript and a renamed 2.0.x agent file: their
+        // session; a file named by a session id is not read.
+        write(&r.join("p/main-copy.jsonl"), &format!("{{\"type\":\"summary\"}}\n{{\"sessionId\":\"{sid}\"}}\n"));
+        write(&r.join("p/sidechain.jsonl"), &format!("{{\"isSidechain\":true,\"sessionId\":\"{sid}\"}}\n"));
+        write(&r.join("p/0d3c1a9e-54e1-4a7e-9d0b-6a2f8c1e7b55.jsonl"), "{\"sessionId\":\"other\"}\n");
+        write(&r.join("p/notes.jsonl"), "{\"type\":\"summary\"}\n");
+        let roots = [r.to_path_buf()];
+        let d = discover(&roots);
+        let mut keys: Vec<String> = d.groups.iter().map(|g| group_key(&d, g, &roots, ShardBy::Session)).collect();
+        keys.sort();
+        assert_eq!(keys, ["0d3c1a9e-54e1-4a7e-9d0b-6a2f8c1e7b55", sid, sid, "notes"]);
+        assert!(is_uuid(sid) && !is_uuid("main-copy") && !is_uuid(&sid.replace('-', "_")));
     }
 
     #[test]
@@ -236,7 +282,8 @@ mod tests {
                     seen.extend(d.files.iter().map(|f| f.path.clone()));
                 }
                 seen.sort();
-                let want: Vec<PathBuf> = all.files.iter().map(|f| f.path.clone()).collect();
+                let mut want: Vec<PathBuf> = all.files.iter().map(|f| f.path.clone()).collect();
+                want.sort();
                 assert_eq!(seen, want, "{by} {n}");
             }
         }
