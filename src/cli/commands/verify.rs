@@ -5,6 +5,7 @@ use crate::cli::args::VerifyArgs;
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, render};
+use ctxasm::input::shard::session_ids;
 
 pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
     let Input { disc, run, shard } = Input::resolve(&args.input)?;
@@ -16,6 +17,17 @@ pub fn run(args: &VerifyArgs) -> anyhow::Result<Outcome> {
         let all = wire.get_or_insert_with(Default::default);
         for (k, mut v) in ctxasm::verify::read_wire(path)? {
             all.entry(k).or_default().append(&mut v);
+        }
+    }
+    if let (Some(_), Some(w)) = (&shard, wire.as_mut()) {
+        // The capture's requests of the other shards' sessions are theirs;
+        // those of a session no transcript holds stay (each shard says so).
+        let all = session_ids(&settings::discovery(&args.input));
+        let mine = session_ids(&disc);
+        w.retain(|sid, _| mine.contains(sid) || !all.contains(sid));
+        if w.is_empty() {
+            eprintln!("ctxasm: the capture holds no request of this shard's sessions: nothing to compare");
+            wire = None;
         }
     }
     let from_wire = args.identity.device_id.as_deref() == Some("wire");
