@@ -26,7 +26,7 @@
 //! Written as `write_dedup` writes: into a temporary directory beside OUT,
 //! renamed to OUT when complete; OUT must not exist or be empty.
 
-use super::{MANIFEST, bad, check_dedup_target, hex128};
+use super::{DEDUP_VERSION, MANIFEST, bad, check_dedup_target, hex128};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -57,17 +57,32 @@ struct Store {
 }
 
 fn open_store(dir: &Path) -> io::Result<Store> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            let msg = format!("{}: not a dedup store (not a directory): not merged", dir.display());
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, msg));
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let msg = format!("{}: no such dedup directory", dir.display());
+            return Err(io::Error::new(io::ErrorKind::NotFound, msg));
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+    }
     let man_path = dir.join(MANIFEST);
     let manifest: serde_json::Value = match std::fs::read(&man_path) {
         Ok(b) => serde_json::from_slice(&b).map_err(|e| bad(&man_path, 0, format!("not a dedup manifest: {e}")))?,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let msg = if dir.is_dir() {
+            let msg = if dir.join("segments.bin").exists() || dir.join("recipes.jsonl").exists() {
                 format!(
-                    "{}: not a complete dedup store (no {MANIFEST}; an interrupted run leaves none): not merged",
+                    "{}: an incomplete dedup store (no {MANIFEST}: left by an interrupted or killed run): not merged",
                     dir.display()
                 )
             } else {
-                format!("{}: no such dedup directory", dir.display())
+                format!(
+                    "{}: not a dedup store (no {MANIFEST}, segments.bin or recipes.jsonl): not merged",
+                    dir.display()
+                )
             };
             return Err(io::Error::new(io::ErrorKind::NotFound, msg));
         }
@@ -78,6 +93,9 @@ fn open_store(dir: &Path) -> io::Result<Store> {
     }
     let requests =
         manifest["requests"].as_u64().ok_or_else(|| bad(&man_path, 0, "the manifest has no number of requests"))?;
+    if !manifest["version"].is_u64() {
+        return Err(bad(&man_path, 0, "the manifest has no format version"));
+    }
     Ok(Store {
         dir: dir.to_path_buf(),
         version: manifest["version"].clone(),
@@ -101,6 +119,15 @@ pub fn merge_stores(out: &Path, dirs: &[PathBuf]) -> io::Result<MergeSummary> {
                 stores[0].version,
                 other.dir.display(),
                 other.version
+            ),
+        ));
+    }
+    if let Some(v) = stores[0].version.as_u64().filter(|&v| v != DEDUP_VERSION) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is dedup format version {v}, this ctxasm merges version {DEDUP_VERSION}: not merged",
+                stores[0].dir.display()
             ),
         ));
     }
@@ -417,9 +444,31 @@ mod tests {
         let err = merge_stores(&t.path().join("m"), &[a.clone(), b.clone()]).unwrap_err().to_string();
         assert!(
             err.ends_with(
-                "b: not a complete dedup store (no manifest.json; an interrupted run leaves none): not merged"
-            )
+                "b: an incomplete dedup store (no manifest.json: left by an interrupted or killed run): not merged"
+            ),
+            "{err}"
         );
+        // A directory that is no store at all, a file, nothing.
+        let other = t.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::write(other.join("notes.txt"), "x").unwrap();
+        let err = merge_stores(&t.path().join("m"), &[a.clone(), other.clone()]).unwrap_err().to_string();
+        assert!(
+            err.ends_with("other: not a dedup store (no manifest.json, segments.bin or recipes.jsonl): not merged")
+        );
+        let err = merge_stores(&t.path().join("m"), &[other.join("notes.txt")]).unwrap_err().to_string();
+        assert!(err.ends_with("notes.txt: not a dedup store (not a directory): not merged"), "{err}");
+        let err = merge_stores(&t.path().join("m"), &[t.path().join("none")]).unwrap_err().to_string();
+        assert!(err.ends_with("none: no such dedup directory"), "{err}");
+        // Stores of two format versions, or of one this ctxasm does not write.
+        let v2 = t.path().join("v2");
+        store(&v2, &[], "");
+        let man = std::fs::read_to_string(v2.join(MANIFEST)).unwrap().replace(r#""version":1"#, r#""version":2"#);
+        std::fs::write(v2.join(MANIFEST), man).unwrap();
+        let err = merge_stores(&t.path().join("m"), &[a.clone(), v2.clone()]).unwrap_err().to_string();
+        assert!(err.contains("a is dedup format version 1, ") && err.ends_with("v2 is version 2: not merged"), "{err}");
+        let err = merge_stores(&t.path().join("m"), &[v2.clone()]).unwrap_err().to_string();
+        assert!(err.ends_with("v2 is dedup format version 2, this ctxasm merges version 1: not merged"), "{err}");
         // A segment that does not match its id.
         let mut seg = std::fs::read(a.join("segments.bin")).unwrap();
         *seg.last_mut().unwrap() = b'2';
