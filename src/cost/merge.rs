@@ -19,9 +19,10 @@
 //!   account together (`--shard-by` at least as wide as `--account`, else
 //!   sessions of one account in different shards do not share a cache) and
 //!   every shard uses the same estimator (`--estimator REPORT`, else each
-//!   fits its own on its sessions). Then they differ only by the order of
-//!   floating-point sums (far below the millionth of a dollar the JSON
-//!   shows). The notes of the merged report say which of the two did not
+//!   fits its own on its sessions). Then counts are equal and money differs
+//!   only by the order of floating-point sums: a sum on a rounding boundary
+//!   may show one unit of its last digit apart (1e-6 USD, 1e-4 points). The
+//!   notes of the merged report say which of the two conditions did not
 //!   hold.
 //!
 //! # What does not merge

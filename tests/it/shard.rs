@@ -57,7 +57,7 @@ fn shards_cover_the_corpus_exactly_once() {
         let all = batch(tmp.path(), "all.jsonl", corpus, &[]);
         let all_stats = json(&["stats", corpus, "--json"]);
         assert!(!all.is_empty());
-        for (n, by) in [(1, "session"), (3, "session"), (4, "session"), (4, "project"), (2, "root")] {
+        for (n, by) in [(1, "session"), (2, "session"), (3, "session"), (5, "session"), (3, "project"), (2, "root")] {
             let mut union = Vec::new();
             let mut owner: BTreeMap<String, u32> = BTreeMap::new();
             let mut files = 0;
@@ -90,9 +90,11 @@ fn a_session_and_its_subagents_stay_in_one_shard() {
     let tmp = tempfile::tempdir().unwrap();
     let n = 5;
     let mut shard_of_session: BTreeMap<String, u32> = BTreeMap::new();
+    let mut agents = 0;
     for k in 0..n {
         let part = batch(tmp.path(), "part.jsonl", SAMPLE, &["--shard", &format!("{k}/{n}")]);
         for id in custom_ids(&part) {
+            agents += usize::from(id.split('_').count() > 2);
             let session = id.split('_').next().unwrap().to_string();
             let want = ctxasm::input::shard::shard_of(&session, n);
             assert_eq!(want, k, "{id}");
@@ -100,6 +102,17 @@ fn a_session_and_its_subagents_stay_in_one_shard() {
         }
     }
     assert!(shard_of_session.len() > 10, "{shard_of_session:?}");
+    // The sample has both kinds of subagent (2.1.x `<sid>/subagents/`,
+    // 2.0.x `agent-*.jsonl` beside their session) and a main transcript
+    // and an agent file saved under other names (`-fasthooks/sample_*`).
+    for sid in [
+        "ef958aa1-0e93-49f0-bb71-150f63befcd1",
+        "7acd37a8-2745-4b58-a8a9-46164b22ad9e",
+        "c45af7b1-cb7c-4e51-93db-8cbb250a877a",
+    ] {
+        assert!(shard_of_session.contains_key(sid), "{sid}");
+    }
+    assert!(agents > 10, "{agents} subagent requests");
 }
 
 #[test]
@@ -137,7 +150,44 @@ fn merged_dedup_store_expands_to_the_shards_batches() {
         for key in ["requests", "segments", "segment_bytes", "batch_bytes"] {
             assert_eq!(m[key], s[key], "{corpus}: {key}");
         }
+        // ...so the merged store is smaller than the shards' stores together.
+        let bytes = |d: &Path| {
+            ["segments.bin", "recipes.jsonl"].iter().map(|f| std::fs::metadata(d.join(f)).unwrap().len()).sum::<u64>()
+        };
+        let shards: u64 = stores.iter().map(|d| bytes(d)).sum();
+        if corpus == SAMPLE {
+            assert!(bytes(&merged) < shards, "{corpus}: merged {} of shards {shards}", bytes(&merged));
+        }
+        // OUT exists: refused, left as it was.
+        let before = std::fs::read(merged.join("recipes.jsonl")).unwrap();
+        let out = ctxasm(&["merge", p(&merged), p(&stores[0])]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("{}: already holds a dedup store", merged.display())), "{err}");
+        assert_eq!(std::fs::read(merged.join("recipes.jsonl")).unwrap(), before);
     }
+    // A store of another format version: refused, both named.
+    let (d2, d3) = (t.join("4-d2"), t.join("4-d3"));
+    let man = std::fs::read_to_string(d3.join("manifest.json")).unwrap();
+    assert!(man.contains("\"version\": 1,"), "{man}");
+    std::fs::write(d3.join("manifest.json"), man.replace("\"version\": 1,", "\"version\": 2,")).unwrap();
+    let out = ctxasm(&["merge", p(&t.join("versions")), p(&d2), p(&d3)]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("{} is dedup format version 1, {} is version 2: not merged", d2.display(), d3.display())),
+        "{err}"
+    );
+    assert!(!t.join("versions").exists());
+    // A directory that is not a store.
+    let out = ctxasm(&["merge", p(&t.join("nostore")), p(&d2), SAMPLE]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("corpora/sample: not a dedup store (no manifest.json, segments.bin or recipes.jsonl)"),
+        "{err}"
+    );
+    assert!(!t.join("nostore").exists());
     // A store given twice: the same custom_ids, both lines named.
     let d0 = t.join("4-d0");
     let out = ctxasm(&["merge", p(&t.join("twice")), p(&d0), p(&d0)]);
@@ -147,17 +197,59 @@ fn merged_dedup_store_expands_to_the_shards_batches() {
     assert!(err.contains(&format!("{}:1: custom_id ", recipes.display())), "{err}");
     assert!(err.contains(&format!("is also at {}:1: the stores overlap", recipes.display())), "{err}");
     assert!(!t.join("twice").exists());
-    // An incomplete store (no manifest) is refused.
+    // What a killed run leaves (the manifest is written last): refused.
     let d1 = t.join("4-d1");
     std::fs::remove_file(d1.join("manifest.json")).unwrap();
     let out = ctxasm(&["merge", p(&t.join("partial")), p(&d0), p(&d1)]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a complete dedup store"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: an incomplete dedup store (no manifest.json: left by an interrupted or killed run): not merged",
+            d1.display()
+        )),
+        "{err}"
+    );
     assert!(!t.join("partial").exists());
+    // Nothing of the refused merges is left beside them.
+    let hidden: Vec<String> = std::fs::read_dir(t)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
 }
 
-/// `cost --json [extra]` on `corpus` unsharded, and its `n` shards merged.
-fn cost_runs(dir: &Path, corpus: &str, n: u32, extra: &[&str]) -> (Value, Value, Vec<Value>) {
+/// Where `a` and `b` differ: every count, string and list exactly; money
+/// (USD) to its last digit shown (1e-6) and percentages to theirs (1e-4),
+/// one unit either way: the shards' subtotals are added in another order
+/// than a single run adds its requests, and a sum rounded on a boundary of
+/// the last digit may round the other way.
+fn differences(a: &Value, b: &Value, path: &str) -> Vec<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) if x.len() == y.len() => x
+            .iter()
+            .flat_map(|(k, v)| match y.get(k) {
+                Some(w) => differences(v, w, &format!("{path}.{k}")),
+                None => vec![format!("{path}.{k}: only in the first")],
+            })
+            .collect(),
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().flat_map(|(i, (v, w))| differences(v, w, &format!("{path}[{i}]"))).collect()
+        }
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => {
+            let unit = if path.ends_with("_pct") { 1e-4 } else { 1e-6 };
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            if (x - y).abs() <= unit * 1.000_001 { Vec::new() } else { vec![format!("{path}: {x} != {y}")] }
+        }
+        _ if a == b => Vec::new(),
+        _ => vec![format!("{path}: {a} != {b}")],
+    }
+}
+
+/// `cost --json [extra]` on `corpus` unsharded, and its `n` shards (with
+/// `sharding` too) merged.
+fn cost_runs(dir: &Path, corpus: &str, n: u32, extra: &[&str], sharding: &[&str]) -> (Value, Value, Vec<Value>) {
     let mut args = vec!["cost", corpus, "--json"];
     args.extend_from_slice(extra);
     let single = json(&args);
@@ -167,6 +259,7 @@ fn cost_runs(dir: &Path, corpus: &str, n: u32, extra: &[&str]) -> (Value, Value,
         let shard = format!("{k}/{n}");
         let mut a = args.clone();
         a.extend(["--shard", &shard]);
+        a.extend_from_slice(sharding);
         let out = run(&a);
         shards.push(serde_json::from_slice::<Value>(&out).unwrap());
         let f = dir.join(format!("shard-{k}.json"));
@@ -183,7 +276,7 @@ fn recorded_cost_of_shards_merges_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     let mut doubled = false;
     for (corpus, n) in [(SAMPLE, 4), (SAMPLE, 3), (USAGE, 2), (USAGE, 3), (USAGE, 4), (USAGE, 5)] {
-        let (single, merged, shards) = cost_runs(tmp.path(), corpus, n, &["--recorded-only"]);
+        let (single, merged, shards) = cost_runs(tmp.path(), corpus, n, &["--recorded-only"], &[]);
         // Every field: totals, by session, project, day and model, the
         // unpriced models, the diagnostics.
         assert_eq!(merged["recorded"], single["recorded"], "{corpus} {n}");
@@ -218,11 +311,12 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
         v
     };
     for (account, by) in [("project", "project"), ("session", "session"), ("session", "root")] {
-        let extra = ["--account", account, "--shard-by", by, "--estimator", p(&fit), "--what-if", "ttl=1h"];
-        let (single, merged, _) = cost_runs(t, SAMPLE, 4, &extra[..]);
+        let extra = ["--account", account, "--estimator", p(&fit), "--what-if", "ttl=1h"];
+        let (single, merged, _) = cost_runs(t, SAMPLE, 4, &extra[..], &["--shard-by", by]);
         let mut single = dropped(single);
         single["merged"] = merged["merged"].clone();
-        assert_eq!(merged, single, "--account {account} --shard-by {by}");
+        let diffs = differences(&merged, &single, "");
+        assert!(diffs.is_empty(), "--account {account} --shard-by {by}: {diffs:#?}");
         let notes: Vec<&str> =
             merged["merged"]["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
         assert_eq!(notes.len(), 2, "{notes:?}");
@@ -232,7 +326,7 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
     // The default: each shard fits its own estimator, and sessions of one
     // account (the projects root) in other shards share no cache. The
     // recorded side is still exact; the model is not, and the notes say why.
-    let (single, merged, _) = cost_runs(t, SAMPLE, 4, &[]);
+    let (single, merged, _) = cost_runs(t, SAMPLE, 4, &[], &[]);
     assert_eq!(merged["recorded"], single["recorded"]);
     assert_eq!(merged["recorded_by_category"], single["recorded_by_category"]);
     assert_eq!(merged["modeled"]["requests"], single["modeled"]["requests"]);
@@ -278,4 +372,67 @@ fn shard_flags_and_merges_say_what_is_wrong() {
     std::fs::write(&whole, run(&["cost", SAMPLE, "--recorded-only", "--json"])).unwrap();
     let e = err(&["cost", "merge", p(&r0), p(&whole)]);
     assert!(e.contains("whole.json: not the report of a shard (no \"partial\" object"), "{e}");
+    let e = err(&["cost", "merge", p(&r0), p(&r0)]);
+    assert!(e.contains(&format!("shard 0/2 is given twice: {} and {}", r0.display(), r0.display())), "{e}");
+    let r3 = tmp.path().join("r3.json");
+    std::fs::write(&r3, run(&["cost", SAMPLE, "--recorded-only", "--json", "--shard", "1/3"])).unwrap();
+    let e = err(&["cost", "merge", p(&r0), p(&r3)]);
+    assert!(
+        e.contains("r3.json is shard 1/3 by session, ")
+            && e.contains("r0.json is shard 0/2 by session: not shards of one run"),
+        "{e}"
+    );
+    // Another price table than the shards'.
+    let table = tmp.path().join("prices.json");
+    let builtin: Value = serde_json::from_str(include_str!("../../src/cost/pricing.json")).unwrap();
+    let mut other = builtin.clone();
+    other["date"] = "1999-12-31".into();
+    std::fs::write(&table, other.to_string()).unwrap();
+    let r1 = tmp.path().join("r1.json");
+    std::fs::write(&r1, run(&["cost", SAMPLE, "--recorded-only", "--json", "--shard", "1/2"])).unwrap();
+    let e = err(&["cost", "merge", "--pricing", p(&table), p(&r0), p(&r1)]);
+    assert!(e.contains("r0.json was priced with the built-in price table") && e.contains("this merge with"), "{e}");
+}
+
+#[test]
+fn verify_shards_compare_each_session_once() {
+    // The 14 captures of 2.1.328 as one corpus, with every capture's wire:
+    // each shard compares its sessions' captured requests, and leaves the
+    // other shards' alone (neither compared nor counted as side calls).
+    let base = Path::new("tests/fixtures/cc-2.1.328");
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(base).unwrap().map(|e| e.unwrap().path()).collect();
+    scenarios.sort();
+    let mut args: Vec<String> = ["verify", "--device-id", "wire", "--json"].map(String::from).to_vec();
+    for s in &scenarios {
+        args.push(p(&s.join("transcripts")).to_string());
+        args.extend(["--wire".to_string(), p(&s.join("wire.jsonl")).to_string()]);
+    }
+    let argv = |extra: &[String]| -> Vec<String> { args.iter().chain(extra).cloned().collect() };
+    let as_str = |v: &[String]| -> Value {
+        let a: Vec<&str> = v.iter().map(String::as_str).collect();
+        json(&a)
+    };
+    let whole = as_str(&argv(&[]));
+    assert_eq!((whole["sessions"].as_u64(), whole["wire_compared"].as_u64()), (Some(14), Some(29)));
+    for n in [2u32, 5] {
+        let mut sum = BTreeMap::<&str, u64>::new();
+        for k in 0..n {
+            // Exit 0 (run() checks it): every shard is clean on its own.
+            let r = as_str(&argv(&["--shard".into(), format!("{k}/{n}")]));
+            for key in [
+                "sessions",
+                "requests",
+                "messages_hashed",
+                "wire_requests",
+                "wire_compared",
+                "wire_byte_equal",
+                "wire_side_calls",
+            ] {
+                *sum.entry(key).or_default() += r[key].as_u64().unwrap();
+            }
+        }
+        for (key, got) in sum {
+            assert_eq!(Some(got), whole[key].as_u64(), "{n} shards: {key}");
+        }
+    }
 }
