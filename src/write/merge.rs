@@ -17,11 +17,15 @@
 //!   recipe is kept as it is, so fields a later format adds survive a merge:
 //!   each store's recipes stay contiguous and in order, so a reference from
 //!   one recipe to another by `custom_id` or by relative position does too
-//!   (one by absolute line number would not).
+//!   (one by absolute line number would not). Version 2's `keep` (the first
+//!   ids of the previous recipe's messages) is such a reference: a store's
+//!   first recipe must keep none, as every store written keeps none there,
+//!   or it would keep the messages of the store before it.
 //! - `manifest.json`: recomputed (requests, segments, bytes; `batch_bytes`
 //!   the sum of the stores'). Every store must be complete (have its
-//!   manifest), of the same format version, and hold as many recipes as
-//!   its manifest says.
+//!   manifest), of one format version this ctxasm reads (1 to
+//!   [`DEDUP_VERSION`]), the same for all, and hold as many recipes as its
+//!   manifest says.
 //!
 //! Written as `write_dedup` writes: into a temporary directory beside OUT,
 //! renamed to OUT when complete; OUT must not exist or be empty.
@@ -122,11 +126,12 @@ pub fn merge_stores(out: &Path, dirs: &[PathBuf]) -> io::Result<MergeSummary> {
             ),
         ));
     }
-    if let Some(v) = stores[0].version.as_u64().filter(|&v| v != DEDUP_VERSION) {
+    if let Some(v) = stores[0].version.as_u64().filter(|v| !(1..=DEDUP_VERSION).contains(v)) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
-                "{} is dedup format version {v}, this ctxasm merges version {DEDUP_VERSION}: not merged",
+                "{} is dedup format version {v}, this ctxasm merges versions 1 to {DEDUP_VERSION} (a newer ctxasm \
+                 wrote it?): not merged",
                 stores[0].dir.display()
             ),
         ));
@@ -332,6 +337,17 @@ fn copy_recipes(
             ));
         }
         ids.insert(custom_id.to_string(), (k, number));
+        if n == 0 && fields.get("keep").is_some_and(|keep| keep.as_u64() != Some(0)) {
+            return Err(bad(
+                &path,
+                number,
+                format!(
+                    "{custom_id}: the store's first recipe keeps messages of a recipe before it (keep {}): a \
+                     damaged store, not merged",
+                    fields["keep"]
+                ),
+            ));
+        }
         refs.clear();
         for (key, v) in fields.iter().filter(|(key, _)| !NOT_IDS.contains(&key.as_str())) {
             let before = refs.len();
@@ -393,7 +409,7 @@ mod tests {
         );
         // A field a later format may add is kept, byte for byte.
         let rb = format!(
-            "{{\"custom_id\":\"b_0\",\"prev\":\"a_0\",\"keep\":1,\"head\":\"{{\\\"m\\\":[\",\"messages\":[\"{}\",\"{}\"],\"system\":[],\"tools\":null,\"tail\":\"}}\"}}\n",
+            "{{\"custom_id\":\"b_0\",\"prev\":\"a_0\",\"later\":1,\"head\":\"{{\\\"m\\\":[\",\"messages\":[\"{}\",\"{}\"],\"system\":[],\"tools\":null,\"tail\":\"}}\"}}\n",
             id(y),
             id(z)
         );
@@ -467,8 +483,23 @@ mod tests {
         std::fs::write(v2.join(MANIFEST), man).unwrap();
         let err = merge_stores(&t.path().join("m"), &[a.clone(), v2.clone()]).unwrap_err().to_string();
         assert!(err.contains("a is dedup format version 1, ") && err.ends_with("v2 is version 2: not merged"), "{err}");
-        let err = merge_stores(&t.path().join("m"), &[v2.clone()]).unwrap_err().to_string();
-        assert!(err.ends_with("v2 is dedup format version 2, this ctxasm merges version 1: not merged"), "{err}");
+        let v3 = t.path().join("v3");
+        store(&v3, &[], "");
+        let man = std::fs::read_to_string(v3.join(MANIFEST)).unwrap().replace(r#""version":1"#, r#""version":3"#);
+        std::fs::write(v3.join(MANIFEST), man).unwrap();
+        let err = merge_stores(&t.path().join("m"), &[v3.clone()]).unwrap_err().to_string();
+        assert!(err.ends_with("v3 is dedup format version 3, this ctxasm merges versions 1 to 2 (a newer ctxasm wrote it?): not merged"), "{err}");
+        // A store whose first recipe keeps messages of a recipe before it.
+        let k = t.path().join("k");
+        store(&k, &[x], &format!("{{\"custom_id\":\"k_1\",\"keep\":2,\"messages\":[\"{}\"]}}\n", id(x)));
+        let err = merge_stores(&t.path().join("m"), &[a.clone(), k.clone()]).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "k/recipes.jsonl:1: k_1: the store's first recipe keeps messages of a recipe before it (keep 2)"
+            ),
+            "{err}"
+        );
+        assert!(!t.path().join("m").exists());
         // A segment that does not match its id.
         let mut seg = std::fs::read(a.join("segments.bin")).unwrap();
         *seg.last_mut().unwrap() = b'2';
