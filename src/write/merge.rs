@@ -430,7 +430,7 @@ mod tests {
         let mut expanded = Vec::new();
         assert_eq!(super::super::expand(&out, &mut expanded).unwrap(), 2);
         // OUT exists now: refused, and nothing left behind.
-        let err = merge_stores(&out, &[a.clone()]).unwrap_err().to_string();
+        let err = merge_stores(&out, std::slice::from_ref(&a)).unwrap_err().to_string();
         assert!(err.contains("already holds a dedup store"), "{err}");
         // The same store twice: its custom_ids overlap.
         let err = merge_stores(&t.path().join("m2"), &[a.clone(), a.clone()]).unwrap_err().to_string();
@@ -487,7 +487,7 @@ mod tests {
         store(&v3, &[], "");
         let man = std::fs::read_to_string(v3.join(MANIFEST)).unwrap().replace(r#""version":1"#, r#""version":3"#);
         std::fs::write(v3.join(MANIFEST), man).unwrap();
-        let err = merge_stores(&t.path().join("m"), &[v3.clone()]).unwrap_err().to_string();
+        let err = merge_stores(&t.path().join("m"), std::slice::from_ref(&v3)).unwrap_err().to_string();
         assert!(err.ends_with("v3 is dedup format version 3, this ctxasm merges versions 1 to 2 (a newer ctxasm wrote it?): not merged"), "{err}");
         // A store whose first recipe keeps messages of a recipe before it.
         let k = t.path().join("k");
@@ -504,7 +504,7 @@ mod tests {
         let mut seg = std::fs::read(a.join("segments.bin")).unwrap();
         *seg.last_mut().unwrap() = b'2';
         std::fs::write(a.join("segments.bin"), seg).unwrap();
-        let err = merge_stores(&t.path().join("m"), &[a.clone()]).unwrap_err().to_string();
+        let err = merge_stores(&t.path().join("m"), std::slice::from_ref(&a)).unwrap_err().to_string();
         assert!(err.contains("a/segments.bin: segment ") && err.ends_with(" at byte 0 does not match its hash"));
         assert!(!t.path().join("m").exists());
     }
