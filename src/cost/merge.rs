@@ -34,8 +34,9 @@
 //!   `unseen_prefix_median` are kept when every shard has the same
 //!   (`--estimator`), else `null`.
 //! - Per-request rows (`--per-request`, the HTML page's chart): per shard.
-//! - Diagnostics: every shard's, sorted, each once (discovery's, which
-//!   every shard reports, are not repeated).
+//!
+//! Diagnostics are every shard's, sorted and each once, as a single run
+//! lists them (discovery's, which every shard reports, once).
 //!
 //! The shards must be all of one run: the same N and key, each index once
 //! (a missing shard would leave sessions out), the same `--recorded-only`,
@@ -146,8 +147,6 @@ pub fn merge(parts: Vec<(String, Partial)>, pricing: &Pricing) -> Result<Merged,
             return Err(format!("{name}: a partial of `cost` without its modeled report"));
         }
     }
-    diagnostics.sort();
-    diagnostics.dedup();
     let mut requests = dedup_files(files);
     price_requests(&mut requests, pricing);
     let recorded = RecordedReport::from_requests(&requests, pricing, diagnostics);

@@ -437,3 +437,34 @@ fn verify_shards_compare_each_session_once() {
         }
     }
 }
+
+/// Real usage (the public corpus, Claude Code 1.0.24 to 2.1.198, with
+/// sessions copied into two folders): the recorded report of 4 shards
+/// merged is a single run's, every field; the model of 4 shards by root
+/// with one estimator is a single run's (money to its last digit).
+#[test]
+#[ignore = "needs ../shared/corpora/public beside the checkout (CI has it)"]
+fn public_corpus_shards_merge_as_a_single_run() {
+    let public = "../shared/corpora/public";
+    assert!(Path::new(public).is_dir(), "../shared/corpora/public is not here");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let (single, merged, _) = cost_runs(t, public, 4, &["--recorded-only"], &[]);
+    assert_eq!(merged["recorded"], single["recorded"]);
+    assert_eq!(merged["report"], single["report"]);
+    assert_eq!(single["recorded"]["requests"], 1179);
+    let fit = t.join("fit.json");
+    std::fs::write(&fit, run(&["cost", public, "--json"])).unwrap();
+    let extra = ["--estimator", p(&fit), "--what-if", "ttl=1h"];
+    let (mut single, merged, _) = cost_runs(t, public, 4, &extra[..], &["--shard-by", "root"]);
+    for s in ["cache_read", "cache_write"] {
+        for q in ["median_abs_tokens", "p90_abs_tokens", "median_relative", "p90_relative"] {
+            single["accuracy"][s][q] = Value::Null;
+        }
+    }
+    single["estimator"]["median_relative_error"] = Value::Null;
+    single["estimator"]["p90_relative_error"] = Value::Null;
+    single["merged"] = merged["merged"].clone();
+    let diffs = differences(&merged, &single, "");
+    assert!(diffs.is_empty(), "{diffs:#?}");
+}

@@ -111,6 +111,10 @@ fn model(
     for s in &mut sessions {
         diagnostics.append(&mut s.diagnostics);
     }
+    // In one order whatever the sessions' (the merge of a corpus's shards
+    // gives the same).
+    diagnostics.sort();
+    diagnostics.dedup();
     let (est, estimator) = pinning::fit_and_pin(&mut chains, opts);
     let order = replay::time_order(&chains);
     let base = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing);

@@ -173,7 +173,10 @@ pub struct RecordedReport {
 
 impl RecordedReport {
     /// Sum priced requests (from [`recorded_requests_corpus`]).
-    pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, diagnostics: Vec<Diagnostic>) -> Self {
+    /// Diagnostics are sorted (file, line, kind, message), each once.
+    pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, mut diagnostics: Vec<Diagnostic>) -> Self {
+        diagnostics.sort();
+        diagnostics.dedup();
         let mut rep = RecordedReport { pricing: PricingInfo::of(pricing), diagnostics, ..RecordedReport::default() };
         let mut all = UsageSum::default();
         let mut unpriced = UnpricedList::default();
