@@ -156,6 +156,7 @@ pub fn assemble_session_as<'a>(
 ) -> Assembled<'a> {
     let mut out = assemble_unread(bump, session, a, identity);
     out.release = choose::session_version(session);
+    wire::unique_custom_ids(&mut out.requests);
     // What reading found (bad lines, broken links) comes first: every
     // command that assembles reports it.
     let read: Vec<Diagnostic> = session.files().flat_map(|f| f.parsed.diagnostics.iter().cloned()).collect();

@@ -203,6 +203,37 @@ pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
     format!("{}{tail}", &id[..64 - tail.len()])
 }
 
+/// Make the custom ids of one session's requests unique (the Message
+/// Batches API refuses a batch that repeats one): a request whose id an
+/// earlier request has — two files of the session with one agent id (a
+/// subagent transcript copied into a workflow run), ids that differ only in
+/// characters a batch id cannot hold — gets `_dup<k>` appended (the id cut
+/// to stay within 64 characters), with the first `k` that makes an id no
+/// request of the session has. Ids that are already unique are unchanged.
+pub fn unique_custom_ids(requests: &mut [super::Request<'_>]) {
+    let mut taken: std::collections::HashSet<String> = requests.iter().map(|r| r.custom_id.clone()).collect();
+    if taken.len() == requests.len() {
+        return;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in requests.iter_mut() {
+        if seen.insert(r.custom_id.clone()) {
+            continue;
+        }
+        let fresh = (1usize..)
+            .map(|k| {
+                let suffix = format!("_dup{k}");
+                let keep: String = r.custom_id.chars().take(64 - suffix.len()).collect();
+                keep + &suffix
+            })
+            .find(|id| !taken.contains(id));
+        let Some(id) = fresh else { continue };
+        taken.insert(id.clone());
+        seen.insert(id.clone());
+        r.custom_id = id;
+    }
+}
+
 /// The first text of a message's content (a string content, or the first
 /// block that has a `text`), reminder or not (2.1.88's billing text).
 pub fn first_block_text<'a>(m: &Json<'a>) -> &'a str {
@@ -239,6 +270,29 @@ pub fn metadata<'a>(bump: &'a Bump, identity: &RecordOptions, session_id: &str, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_custom_ids_are_made_unique_and_others_kept() {
+        let req = |id: &str| super::super::Request {
+            custom_id: id.to_string(),
+            session_id: "s",
+            agent_id: None,
+            index: 0,
+            file: "f",
+            line: 1,
+            timestamp: None,
+            body: super::super::Body::from_messages(Vec::new()),
+        };
+        let long = "x".repeat(64);
+        let ids = ["s_a_0", "s_a_1", "s_a_0", "s_a_0_dup1", "s_a_0", long.as_str(), long.as_str()];
+        let mut requests: Vec<_> = ids.iter().map(|id| req(id)).collect();
+        unique_custom_ids(&mut requests);
+        let got: Vec<&str> = requests.iter().map(|r| r.custom_id.as_str()).collect();
+        let cut = format!("{}_dup1", "x".repeat(59));
+        // An id a request already has is never given to another one.
+        assert_eq!(got, ["s_a_0", "s_a_1", "s_a_0_dup2", "s_a_0_dup1", "s_a_0_dup3", long.as_str(), cut.as_str()]);
+        assert!(got.iter().all(|id| id.len() <= 64));
+    }
 
     #[test]
     fn a_subagent_record_is_one_whose_query_source_names_an_agent() {

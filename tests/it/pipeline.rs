@@ -381,3 +381,48 @@ fn memory_include_outside_the_roots_is_refused_with_a_diagnostic() {
     assert!(first.contains("Be brief."), "{first}");
     assert!(!first.contains("root:"), "{first}");
 }
+
+/// Found by the `pipeline` fuzz target: a 2.1.88 compaction agent's file
+/// that holds the compaction twice (here a retry: the instruction sent
+/// again on the same history) gave both requests the id `<sid>_compact_0`,
+/// and the Message Batches API refuses a batch that repeats an id. The
+/// second is `<sid>_compact_0_dup1`; the other ids are unchanged.
+#[test]
+fn a_compaction_sent_twice_gives_unique_custom_ids() {
+    use ctxasm::write::{AssembleOptions, Turns, write_batch};
+    let from = Path::new("tests/fixtures/shapes/cc-2.1.88/compact-resume/transcripts");
+    let sid = "fc702348-4adb-45c2-8771-3c93b92ae3f1";
+    let rel = format!("-tmp-ctxasm-capture3-2-1-88-projects-compact-resume/{sid}");
+    let agent = format!("{rel}/subagents/agent-acompact-16b28b86e463c34a.jsonl");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join(&rel).join("subagents")).unwrap();
+    std::fs::copy(from.join(format!("{rel}.jsonl")), tmp.path().join(format!("{rel}.jsonl"))).unwrap();
+    // The retry: the instruction and its answer again (new uuids, a new
+    // message id) on the same history (lines 3 and 4 of the agent's file).
+    let text = std::fs::read_to_string(from.join(&agent)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4);
+    let retry = [lines[2], lines[3]]
+        .map(|l| l.replace("90d87cae-fee7-4bf7-8969-59fa8bb23e0b", "90d87cae-fee7-4bf7-8969-00000000eeee"))
+        .map(|l| l.replace("a9472786-50e9-4870-b277-44f79660e9de", "a9472786-50e9-4870-b277-00000000eeee"))
+        .map(|l| l.replace("01283ed56a2de600003", "01283ed56a2de600eee"));
+    std::fs::write(tmp.path().join(&agent), format!("{text}{}\n{}\n", retry[0], retry[1])).unwrap();
+    let opts = AssembleOptions {
+        assembler: Assembler { mode: Mode::Pipeline, pipeline: Some(Setup::default()), ..Assembler::default() },
+        turns: Turns::All,
+    };
+    let ids = |root: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        write_batch(&discover(&[root.to_path_buf()]), &RunOptions::default(), &opts, &mut out).unwrap();
+        let lines = out.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        lines.map(|l| serde_json::from_slice::<Value>(l).unwrap()["custom_id"].as_str().unwrap().to_string()).collect()
+    };
+    let once = ids(from);
+    let twice = ids(tmp.path());
+    assert!(once.contains(&format!("{sid}_compact_0")), "{once:?}");
+    assert_eq!(twice.len(), once.len() + 1, "{once:?} vs {twice:?}");
+    let unique: std::collections::BTreeSet<&String> = twice.iter().collect();
+    assert_eq!(unique.len(), twice.len(), "{twice:?}");
+    assert!(once.iter().all(|id| twice.contains(id)), "{once:?} vs {twice:?}");
+    assert!(twice.contains(&format!("{sid}_compact_0_dup1")), "{twice:?}");
+}

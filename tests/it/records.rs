@@ -127,6 +127,43 @@ fn dedup_expands_to_the_batch_format_and_is_smaller() {
     assert!(write_dedup(&disc, &RunOptions::default(), &o, &dir).is_err());
 }
 
+/// Found by the `record_replay` fuzz target: two files of a session with
+/// one agent id (here a subagent transcript copied into a workflow run, a
+/// layout discovery accepts) gave the same custom ids twice, and the
+/// Message Batches API refuses a batch that repeats one. The later file's
+/// requests get `_dup1`; every other id is unchanged.
+#[test]
+fn a_subagent_file_seen_twice_gives_unique_custom_ids() {
+    let tmp = tempfile::tempdir().unwrap();
+    let from = Path::new("tests/fixtures/shapes/cc-2.1.328/subagent-bash/transcripts");
+    let project = "-tmp-ctxasm-capture-2-1-328-projects-subagent-bash";
+    let sid = "b9fa0b98-d543-4b82-b96a-8e13cbe8ee26";
+    let agent = "agent-a5ff6edb0b52d87e8.jsonl";
+    let subagents = tmp.path().join(project).join(sid).join("subagents");
+    std::fs::create_dir_all(subagents.join("workflows/wf1")).unwrap();
+    let main = format!("{project}/{sid}.jsonl");
+    std::fs::copy(from.join(&main), tmp.path().join(&main)).unwrap();
+    let agent_file = from.join(project).join(sid).join("subagents").join(agent);
+    std::fs::copy(&agent_file, subagents.join(agent)).unwrap();
+    std::fs::copy(&agent_file, subagents.join("workflows/wf1").join(agent)).unwrap();
+    let ids = |root: &Path| -> Vec<String> {
+        let mut out = Vec::new();
+        let disc = discover(&[root.to_path_buf()]);
+        write_batch(&disc, &RunOptions::default(), &opts("0", Turns::All), &mut out).unwrap();
+        let lines = out.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        lines.map(|l| serde_json::from_slice::<Value>(l).unwrap()["custom_id"].as_str().unwrap().to_string()).collect()
+    };
+    let once = ids(from);
+    let twice = ids(tmp.path());
+    let a = "a5ff6edb0b52d87e8";
+    let copies = [format!("{sid}_{a}_0_dup1"), format!("{sid}_{a}_1_dup1")];
+    assert_eq!(twice.len(), once.len() + 2, "{twice:?}");
+    let unique: std::collections::BTreeSet<&String> = twice.iter().collect();
+    assert_eq!(unique.len(), twice.len(), "{twice:?}");
+    assert!(once.iter().all(|id| twice.contains(id)), "{once:?} vs {twice:?}");
+    assert!(copies.iter().all(|id| twice.contains(id)), "{twice:?}");
+}
+
 #[test]
 fn turns_select_requests_per_chain() {
     let dir = Path::new(FIX).join("long-session/transcripts");
