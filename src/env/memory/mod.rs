@@ -309,23 +309,14 @@ impl MemoryRoots {
         }
     }
 
-    /// Roots of a captured environment directory: `env.json` (`cwd`, `home`),
-    /// `project/` (the cwd) and `home/.claude/`, each when present; an error
-    /// when one of them (or `home/`) is a symlink.
+    /// Roots of a captured environment directory: those of
+    /// [`SessionEnv::from_dir`](crate::env::SessionEnv::from_dir)'s snapshot
+    /// (`env.json`'s `cwd` and `home`, `project/` and `home/.claude/` when
+    /// present), refused when it refuses the snapshot (a root or `env.json`
+    /// that is a symlink, an invalid `env.json` or `mcp.json`), with its
+    /// error.
     pub fn from_env_dir(env_dir: &Path) -> std::io::Result<Self> {
-        let bytes = std::fs::read(env_dir.join("env.json"))?;
-        let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
-        let field = |k: &str| {
-            v.get(k)
-                .and_then(|x| x.as_str())
-                .map(str::to_owned)
-                .ok_or_else(|| std::io::Error::other(format!("env.json has no string `{k}`")))
-        };
-        let mut roots = MemoryRoots::new(&field("cwd")?, &field("home")?);
-        let root = |parts: &[&str]| crate::env::snapshot_root(env_dir, parts).map_err(std::io::Error::other);
-        roots.project_dir = root(&["project"])?;
-        roots.home_claude_dir = root(&["home", ".claude"])?;
-        Ok(roots)
+        Ok(crate::env::SessionEnv::from_dir(env_dir).map_err(std::io::Error::other)?.memory_roots())
     }
 }
 

@@ -650,3 +650,38 @@ fn env_dir_with_a_symlinked_root_is_refused() {
         assert!(err.contains("symlink") && err.contains(&p.display().to_string()), "{err}");
     }
 }
+
+#[test]
+fn env_dir_roots_refuse_what_the_session_env_refuses() {
+    // Found by the memory_layout fuzz target: `from_env_dir` read env.json
+    // through a link out of the snapshot, and took a snapshot whose
+    // mcp.json `SessionEnv::from_dir` refuses.
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    let good = "{\"cwd\": \"/work/proj\", \"home\": \"/users/me\"}";
+    write(&outside, "env.json", good);
+    // env.json a link out of the snapshot; mcp.json not JSON; env.json
+    // with a wrong-typed member.
+    for (k, file) in ["env.json", "mcp.json", "env.json"].into_iter().enumerate() {
+        let env = tmp.path().join(format!("env{k}"));
+        fs::create_dir_all(env.join("project")).unwrap();
+        match k {
+            0 => std::os::unix::fs::symlink(outside.join("env.json"), env.join("env.json")).unwrap(),
+            1 => {
+                write(&env, "env.json", good);
+                write(&env, "mcp.json", "{\"servers\": ");
+            }
+            _ => write(&env, "env.json", "{\"cwd\": \"/w\", \"home\": \"/h\", \"is_git\": \"yes\"}"),
+        }
+        let want = crate::env::SessionEnv::from_dir(&env).unwrap_err().to_string();
+        let err = MemoryRoots::from_env_dir(&env).map(|_| ()).unwrap_err().to_string();
+        assert_eq!(err, want, "case {k}");
+        assert!(err.contains(&env.join(file).display().to_string()), "case {k}: {err}");
+    }
+    // A snapshot from_dir reads gives the roots of its memory_roots().
+    let env = tmp.path().join("env0");
+    fs::remove_file(env.join("env.json")).unwrap();
+    write(&env, "env.json", good);
+    let session = crate::env::SessionEnv::from_dir(&env).unwrap();
+    assert_eq!(MemoryRoots::from_env_dir(&env).unwrap(), session.memory_roots());
+}
