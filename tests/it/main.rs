@@ -1,6 +1,7 @@
 //! The one integration test binary (one link on a 2-core CI): each module
 //! below was a test binary of its own.
 
+mod bench_compare;
 mod cli;
 mod common;
 mod cost_honest;
