@@ -9,6 +9,7 @@
 
 pub mod diff;
 mod numbers;
+pub mod tape;
 pub mod writer;
 
 pub use numbers::OutOfRange;
@@ -207,6 +208,8 @@ pub enum ParseFailure {
 pub struct LineParser {
     buffers: Buffers,
     tape: Option<Tape<'static>>,
+    /// The padded copy of a line [`LineParser::with_tape`] parses.
+    scratch: Vec<u8>,
 }
 
 impl Default for LineParser {
@@ -221,7 +224,38 @@ const SHRINK_AFTER: usize = 16 << 20;
 
 impl LineParser {
     pub fn new() -> Self {
-        Self { buffers: Buffers::new(64 * 1024), tape: Some(Tape::null()) }
+        Self { buffers: Buffers::new(64 * 1024), tape: Some(Tape::null()), scratch: Vec::new() }
+    }
+
+    /// Parse `line` into simd-json's tape only (in a scratch buffer of this
+    /// parser: nothing in an arena, no tree) and hand its root to `f`.
+    /// `Err(())` when simd-json refuses the line: the same parse as the
+    /// first attempt of [`LineParser::parse`] and
+    /// [`LineParser::parse_lenient`], so a line is accepted here exactly
+    /// when `parse` accepts it (the caller reads a refused line with
+    /// `parse_lenient` to learn why). Strings `f` keeps must be copied out.
+    pub fn with_tape<R>(&mut self, line: &[u8], f: impl for<'t> FnOnce(tape::TapeValue<'t, 't>) -> R) -> Result<R, ()> {
+        let len = line.len();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(line);
+        scratch.resize(len + simd_json::INPUT_PADDING, b' ');
+        let mut tape: Tape<'_> = match self.tape.take() {
+            Some(t) => t.reset(),
+            None => Tape::null(),
+        };
+        let result = match simd_json::fill_tape_padded(&mut scratch, len, &mut self.buffers, &mut tape) {
+            // An empty tape is refused too, as `parse` refuses it.
+            Ok(()) => tape::TapeValue::root(&tape.0).map(f).ok_or(()),
+            Err(_) => Err(()),
+        };
+        self.tape = Some(tape.reset());
+        if len > SHRINK_AFTER {
+            scratch = Vec::new();
+        }
+        self.scratch = scratch;
+        self.after(len);
+        result
     }
 
     /// Copy `line` into `bump`, parse it in place and return its value.
