@@ -10,8 +10,8 @@
 
 use super::entry::{Entry, EntryKind};
 use crate::diag::{DiagKind, Diagnostic};
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
-use std::collections::HashMap;
 
 /// A conversation entry (one with a `uuid`) in the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,11 +25,23 @@ pub struct Node {
     pub children: SmallVec<[u32; 2]>,
 }
 
+/// A conversation entry as the tree sees it: where it is and how it links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link<'a> {
+    /// Index into the file's entries.
+    pub entry: u32,
+    /// Its 1-based line.
+    pub line: u32,
+    pub uuid: &'a str,
+    pub parent: Option<&'a str>,
+    pub logical_parent: Option<&'a str>,
+}
+
 /// The tree of one file.
 #[derive(Debug, Default)]
 pub struct Tree<'a> {
     pub nodes: Vec<Node>,
-    index: HashMap<&'a str, u32>,
+    index: FxHashMap<&'a str, u32>,
     /// The leaf the active branch ends at.
     pub active_leaf: Option<u32>,
 }
@@ -44,53 +56,82 @@ impl<'a> Tree<'a> {
         external: &dyn Fn(&str) -> bool,
         diags: &mut Vec<Diagnostic>,
     ) -> Tree<'a> {
-        let mut tree = Tree { nodes: Vec::new(), index: HashMap::new(), active_leaf: None };
-        for (i, e) in entries.iter().enumerate() {
-            let Some(uuid) = e.env.uuid else { continue };
-            if let Some(&first) = tree.index.get(uuid) {
-                let first_line = entries[tree.nodes[first as usize].entry as usize].line;
+        let links: Vec<Link<'a>> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| {
+                Some(Link {
+                    entry: i as u32,
+                    line: e.line,
+                    uuid: e.env.uuid?,
+                    parent: e.env.parent_uuid,
+                    logical_parent: e.env.logical_parent_uuid,
+                })
+            })
+            .collect();
+        let mut tree = Tree::link(&links, display, external, diags);
+        tree.active_leaf = tree.find_active_leaf(entries);
+        tree
+    }
+
+    /// The tree of the conversation entries `links` (in file order), with
+    /// the same diagnostics as [`Tree::build`] but no active leaf (that
+    /// needs the entries): for readers that keep only the links.
+    pub fn link(
+        links: &[Link<'a>],
+        display: &str,
+        external: &dyn Fn(&str) -> bool,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Tree<'a> {
+        let mut tree = Tree { nodes: Vec::new(), index: FxHashMap::default(), active_leaf: None };
+        // The link of each node.
+        let mut of_node: Vec<u32> = Vec::new();
+        for (li, l) in links.iter().enumerate() {
+            if let Some(&first) = tree.index.get(l.uuid) {
+                let first_line = links[of_node[first as usize] as usize].line;
                 diags.push(Diagnostic::new(
                     display,
-                    e.line,
+                    l.line,
                     DiagKind::DuplicateUuid,
-                    format!("uuid {uuid} already used on line {first_line}; the first is kept"),
+                    format!("uuid {} already used on line {first_line}; the first is kept", l.uuid),
                 ));
                 continue;
             }
-            tree.index.insert(uuid, tree.nodes.len() as u32);
-            tree.nodes.push(Node { entry: i as u32, parent: None, logical_parent: None, children: SmallVec::new() });
+            tree.index.insert(l.uuid, tree.nodes.len() as u32);
+            tree.nodes.push(Node { entry: l.entry, parent: None, logical_parent: None, children: SmallVec::new() });
+            of_node.push(li as u32);
         }
         for n in 0..tree.nodes.len() {
-            let e = &entries[tree.nodes[n].entry as usize];
-            if let Some(p) = e.env.parent_uuid {
+            let l = &links[of_node[n] as usize];
+            if let Some(p) = l.parent {
                 match tree.index.get(p) {
                     Some(&pi) => tree.nodes[n].parent = Some(pi),
                     None if external(p) => {}
                     None => diags.push(Diagnostic::new(
                         display,
-                        e.line,
+                        l.line,
                         DiagKind::MissingParent,
                         format!("parentUuid {p} is not in the session"),
                     )),
                 }
             }
-            if let Some(lp) = e.env.logical_parent_uuid {
+            if let Some(lp) = l.logical_parent {
                 tree.nodes[n].logical_parent = tree.index.get(lp).copied();
             }
         }
-        tree.break_cycles(entries, display, diags);
+        let node_lines: Vec<u32> = of_node.iter().map(|&li| links[li as usize].line).collect();
+        tree.break_cycles(&node_lines, display, diags);
         for n in 0..tree.nodes.len() {
             if let Some(p) = tree.nodes[n].parent {
                 tree.nodes[p as usize].children.push(n as u32);
             }
         }
-        tree.active_leaf = tree.find_active_leaf(entries);
         tree
     }
 
     /// Report each `parentUuid` cycle once (at its smallest line) and cut it
     /// there, so the tree is a forest and every walk ends.
-    fn break_cycles(&mut self, entries: &[Entry<'a>], display: &str, diags: &mut Vec<Diagnostic>) {
+    fn break_cycles(&mut self, node_lines: &[u32], display: &str, diags: &mut Vec<Diagnostic>) {
         // 0 = not seen, 1 = on the current path, 2 = done.
         let mut state = vec![0u8; self.nodes.len()];
         let mut path: Vec<u32> = Vec::new();
@@ -104,7 +145,7 @@ impl<'a> Tree<'a> {
                         // The cycle is the part of `path` from `c` on.
                         let from = path.iter().position(|&x| x == c).unwrap_or(0);
                         let members = &path[from..];
-                        let line_of = |n: u32| entries[self.nodes[n as usize].entry as usize].line;
+                        let line_of = |n: u32| node_lines[n as usize];
                         let cut = members.iter().copied().min_by_key(|&n| line_of(n)).unwrap_or(c);
                         let mut lines: Vec<u32> = members.iter().map(|&n| line_of(n)).collect();
                         lines.sort_unstable();
