@@ -3,6 +3,7 @@
 
 pub mod discover;
 pub mod lines;
+pub mod scan;
 pub mod shard;
 pub mod source;
 
@@ -75,72 +76,110 @@ fn parse_with<'a>(
     out.entries.reserve(data.len() / 600 + 1);
     for line in lines::lines(data) {
         out.lines += 1;
-        let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
         if line.bytes.starts_with(RECORD_PREFIX) {
             // Taken back below once the line gives an entry.
             out.unread_records.push(line.number);
         }
-        if line.bytes.len() > opts.max_line_bytes {
+        if too_long(&line, display, opts, &mut out.diagnostics) {
             out.bad_lines += 1;
-            out.diagnostics.push(bad(
-                DiagKind::LineTooLong,
-                format!(
-                    "line of {} bytes is over the limit of {} bytes; skipped",
-                    line.bytes.len(),
-                    opts.max_line_bytes
-                ),
-            ));
             continue;
         }
-        let value = match parser.parse_lenient(bump, line.bytes) {
-            Ok((v, out_of_range)) => {
-                for n in out_of_range {
-                    out.diagnostics.push(bad(DiagKind::NumberOutOfRange, out_of_range_message(&n)));
-                }
-                v
+        if let Some(entry) = full_line(parser, bump, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
+            if out.unread_records.last() == Some(&line.number) {
+                out.unread_records.pop();
             }
-            Err(failure) => {
-                out.bad_lines += 1;
-                out.diagnostics.push(match failure {
-                    ParseFailure::InvalidUtf8 => bad(DiagKind::InvalidUtf8, "line is not valid UTF-8".into()),
-                    ParseFailure::Syntax(m) if line.unterminated => bad(
-                        DiagKind::TruncatedLine,
-                        format!("last line has no newline and does not parse (being written?): {}", clip(&m, 120)),
-                    ),
-                    ParseFailure::Syntax(m) => bad(DiagKind::InvalidJson, format!("invalid JSON: {}", clip(&m, 120))),
-                });
-                continue;
-            }
-        };
-        let value: &'a Json<'a> = bump.alloc(value);
-        if value.as_object().is_none() {
-            out.bad_lines += 1;
-            out.diagnostics.push(bad(DiagKind::NotAnObject, format!("a JSON {} is not an entry", kind_name(value))));
-            continue;
-        }
-        match type_entry(bump, line.number, value, line.bytes) {
-            Some(entry) => {
-                if out.unread_records.last() == Some(&line.number) {
-                    out.unread_records.pop();
-                }
-                if matches!(entry.kind, EntryKind::Unknown { .. }) {
-                    out.diagnostics.push(bad(
-                        DiagKind::UnknownType,
-                        format!("unknown entry type {:?}; kept as raw", clip(entry.type_name, 80)),
-                    ));
-                }
-                out.entries.push(entry);
-            }
-            None => {
-                out.bad_lines += 1;
-                out.diagnostics.push(bad(DiagKind::MissingType, "object has no string \"type\"".into()));
-            }
+            out.entries.push(entry);
         }
     }
     if out.lines == 0 {
         out.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
     }
     out
+}
+
+/// A line over `opts.max_line_bytes`: its `line_too_long` diagnostic
+/// pushed (the caller counts it as a bad line and skips it).
+fn too_long(line: &lines::Line<'_>, display: &str, opts: &ReadOptions, diags: &mut Vec<Diagnostic>) -> bool {
+    if line.bytes.len() <= opts.max_line_bytes {
+        return false;
+    }
+    diags.push(Diagnostic::new(
+        display,
+        line.number,
+        DiagKind::LineTooLong,
+        format!("line of {} bytes is over the limit of {} bytes; skipped", line.bytes.len(), opts.max_line_bytes),
+    ));
+    true
+}
+
+/// One line read in full into `bump` and typed. `None` when it gives no
+/// entry, with the diagnostic that says why (and `bad_lines` counted);
+/// numbers read out of range and an unknown type are reported either way.
+fn full_line<'a>(
+    parser: &mut LineParser,
+    bump: &'a Bump,
+    line: &lines::Line<'_>,
+    display: &str,
+    diags: &mut Vec<Diagnostic>,
+    bad_lines: &mut u32,
+) -> Option<Entry<'a>> {
+    let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
+    let value = match parser.parse_lenient(bump, line.bytes) {
+        Ok((v, out_of_range)) => {
+            for n in out_of_range {
+                diags.push(bad(DiagKind::NumberOutOfRange, out_of_range_message(&n)));
+            }
+            v
+        }
+        Err(failure) => {
+            *bad_lines += 1;
+            diags.push(match failure {
+                ParseFailure::InvalidUtf8 => bad(DiagKind::InvalidUtf8, "line is not valid UTF-8".into()),
+                ParseFailure::Syntax(m) if line.unterminated => bad(
+                    DiagKind::TruncatedLine,
+                    format!("last line has no newline and does not parse (being written?): {}", clip(&m, 120)),
+                ),
+                ParseFailure::Syntax(m) => bad(DiagKind::InvalidJson, format!("invalid JSON: {}", clip(&m, 120))),
+            });
+            return None;
+        }
+    };
+    let value: &'a Json<'a> = bump.alloc(value);
+    if value.as_object().is_none() {
+        *bad_lines += 1;
+        diags.push(not_an_object(display, line.number, value));
+        return None;
+    }
+    match type_entry(bump, line.number, value, line.bytes) {
+        Some(entry) => {
+            if matches!(entry.kind, EntryKind::Unknown { .. }) {
+                diags.push(unknown_type(display, line.number, entry.type_name));
+            }
+            Some(entry)
+        }
+        None => {
+            *bad_lines += 1;
+            diags.push(missing_type(display, line.number));
+            None
+        }
+    }
+}
+
+fn not_an_object(display: &str, line: u32, value: &Json<'_>) -> Diagnostic {
+    Diagnostic::new(display, line, DiagKind::NotAnObject, format!("a JSON {} is not an entry", kind_name(value)))
+}
+
+fn missing_type(display: &str, line: u32) -> Diagnostic {
+    Diagnostic::new(display, line, DiagKind::MissingType, "object has no string \"type\"")
+}
+
+fn unknown_type(display: &str, line: u32, type_name: &str) -> Diagnostic {
+    Diagnostic::new(
+        display,
+        line,
+        DiagKind::UnknownType,
+        format!("unknown entry type {:?}; kept as raw", clip(type_name, 80)),
+    )
 }
 
 /// What an out-of-range number was read as, for its diagnostic.
