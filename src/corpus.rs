@@ -10,6 +10,7 @@
 
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::{Discovery, SessionGroup, TranscriptFile};
+use crate::input::scan::{ScannedLines, scan_file};
 use crate::input::{ParsedLines, ReadOptions, read_file};
 use crate::model::tree::Tree;
 use bumpalo::Bump;
@@ -93,6 +94,65 @@ pub fn read_session<'a, 'd>(
     Session { main, subagents }
 }
 
+/// One transcript file read lean ([`crate::input::scan`]): what recorded
+/// usage needs, with the diagnostics a full read gives (the tree's too).
+#[derive(Debug)]
+pub struct ScannedFile<'a, 'd> {
+    /// Its index in [`Discovery::files`] (the files' path order).
+    pub index: usize,
+    pub file: &'d TranscriptFile,
+    pub scan: ScannedLines<'a>,
+}
+
+/// A session read lean: main file (absent for a subagent file found
+/// without its session) and subagent files.
+#[derive(Debug)]
+pub struct ScannedSession<'a, 'd> {
+    pub main: Option<ScannedFile<'a, 'd>>,
+    pub subagents: Vec<ScannedFile<'a, 'd>>,
+}
+
+impl<'a, 'd> ScannedSession<'a, 'd> {
+    /// Main file first, then subagents.
+    pub fn files(&self) -> impl Iterator<Item = &ScannedFile<'a, 'd>> {
+        self.main.iter().chain(self.subagents.iter())
+    }
+
+    /// All diagnostics of the session's files.
+    pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.files().flat_map(|f| f.scan.diagnostics.iter())
+    }
+}
+
+/// Scan one group into `bump`: [`read_session`]'s files and diagnostics
+/// (the tree's included), read lean.
+pub fn scan_session<'a, 'd>(
+    bump: &'a Bump,
+    disc: &'d Discovery,
+    group: &SessionGroup,
+    opts: &ReadOptions,
+) -> ScannedSession<'a, 'd> {
+    let scan = |i: usize| {
+        let file = &disc.files[i];
+        ScannedFile { index: i, file, scan: scan_file(bump, &file.path, &file.display, opts) }
+    };
+    let mut main = group.main.map(scan);
+    let main_tree =
+        main.as_mut().map(|m| Tree::link(&m.scan.links, &m.file.display, &|_| false, &mut m.scan.diagnostics));
+    let subagents = group
+        .subagents
+        .iter()
+        .map(|&i| {
+            let mut f = scan(i);
+            // As in `read_session`: the main transcript's uuids count as present.
+            let in_main = |u: &str| main_tree.as_ref().is_some_and(|t| t.contains(u));
+            Tree::link(&f.scan.links, &f.file.display, &in_main, &mut f.scan.diagnostics);
+            f
+        })
+        .collect();
+    ScannedSession { main, subagents }
+}
+
 /// How to run [`for_each_session`].
 #[derive(Default)]
 pub struct RunOptions<'p> {
@@ -142,11 +202,28 @@ pub fn map_group<R, F>(disc: &Discovery, group: &SessionGroup, opts: &RunOptions
 where
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R,
 {
+    guarded(disc, group, opts, |bump| f(bump, &read_session(bump, disc, group, &opts.read)))
+}
+
+/// [`map_group`] for a session read lean ([`scan_session`]).
+pub fn map_scanned_group<R, F>(disc: &Discovery, group: &SessionGroup, opts: &RunOptions<'_>, f: &F) -> Result<R, Diagnostic>
+where
+    F: for<'a, 'd> Fn(&'a Bump, &ScannedSession<'a, 'd>) -> R,
+{
+    guarded(disc, group, opts, |bump| f(bump, &scan_session(bump, disc, group, &opts.read)))
+}
+
+/// Run `work` on a fresh arena: a panic becomes an `internal_error`
+/// diagnostic naming the group's first file; progress is told the group's
+/// bytes.
+fn guarded<R>(
+    disc: &Discovery,
+    group: &SessionGroup,
+    opts: &RunOptions<'_>,
+    work: impl FnOnce(&Bump) -> R,
+) -> Result<R, Diagnostic> {
     let bump = Bump::new();
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        let session = read_session(&bump, disc, group, &opts.read);
-        f(&bump, &session)
-    }));
+    let result = catch_unwind(AssertUnwindSafe(|| work(&bump)));
     if let Some(progress) = opts.progress {
         progress(group.files().map(|i| disc.files[i].size).sum());
     }
@@ -183,11 +260,46 @@ pub fn stream_sessions<R, F, S>(
     size: impl Fn(&R) -> usize + Sync,
     on_error: impl Fn(Diagnostic) -> R + Sync,
     f: F,
-    mut sink: S,
+    sink: S,
 ) -> std::io::Result<()>
 where
     R: Send,
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
+    S: FnMut(R) -> std::io::Result<()>,
+{
+    let work = |group: &SessionGroup| map_group(disc, group, run, &f).unwrap_or_else(&on_error);
+    stream_groups(disc, run, size, work, sink)
+}
+
+/// [`stream_sessions`] for sessions read lean ([`scan_session`]).
+pub fn stream_scanned_sessions<R, F, S>(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    size: impl Fn(&R) -> usize + Sync,
+    on_error: impl Fn(Diagnostic) -> R + Sync,
+    f: F,
+    sink: S,
+) -> std::io::Result<()>
+where
+    R: Send,
+    F: for<'a, 'd> Fn(&'a Bump, &ScannedSession<'a, 'd>) -> R + Sync,
+    S: FnMut(R) -> std::io::Result<()>,
+{
+    let work = |group: &SessionGroup| map_scanned_group(disc, group, run, &f).unwrap_or_else(&on_error);
+    stream_groups(disc, run, size, work, sink)
+}
+
+/// The engine of [`stream_sessions`]: `work` on every group, results to
+/// `sink` in group order.
+fn stream_groups<R, S>(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    size: impl Fn(&R) -> usize + Sync,
+    work: impl Fn(&SessionGroup) -> R + Sync,
+    mut sink: S,
+) -> std::io::Result<()>
+where
+    R: Send,
     S: FnMut(R) -> std::io::Result<()>,
 {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -202,8 +314,7 @@ where
     let mut result: std::io::Result<()> = Ok(());
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, R)>();
-        let (next, stop, written, f, pending_bytes, size, on_error) =
-            (&next, &stop, &written, &f, &pending_bytes, &size, &on_error);
+        let (next, stop, written, work, pending_bytes, size) = (&next, &stop, &written, &work, &pending_bytes, &size);
         scope.spawn(move || {
             let worker = |tx: mpsc::Sender<(usize, R)>| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -221,7 +332,7 @@ where
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
-                let out = map_group(disc, &groups[i], run, f).unwrap_or_else(on_error);
+                let out = work(&groups[i]);
                 pending_bytes.fetch_add(size(&out), Ordering::Relaxed);
                 if tx.send((i, out)).is_err() {
                     break;
