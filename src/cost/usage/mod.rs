@@ -98,19 +98,21 @@
 pub mod carry;
 mod dedup;
 mod report;
+mod stream;
 
 pub use dedup::dedup_files;
+pub use stream::{CorpusUsage, SessionLines};
 pub use report::{
     CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList, UsageSum,
-    recorded_report, recorded_report_and_lines,
+    recorded_report_and_lines,
 };
 
 use super::pricing::Pricing;
 use super::tokens::TokenCounts;
-use crate::corpus::{ParsedFile, RunOptions, Session, for_each_session};
+use crate::corpus::{RunOptions, ScannedSession, Session, for_each_session, stream_scanned_sessions};
 use crate::diag::Diagnostic;
-use crate::input::discover::{Discovery, FileKind};
-use crate::model::entry::Entry;
+use crate::input::discover::{Discovery, FileKind, TranscriptFile};
+use crate::input::scan::UsageLine;
 use crate::time::parse_rfc3339_ms;
 use dedup::preferred;
 use serde::Serialize;
@@ -225,7 +227,8 @@ fn session_candidates(session: &Session<'_, '_>) -> FileCandidates {
         .files()
         .map(|f| {
             let mut lines: Vec<Candidate> = Vec::new();
-            for c in f.parsed.entries.iter().filter_map(|e| candidate(f, e, &session_id, &project)) {
+            let usage = f.parsed.entries.iter().filter_map(UsageLine::of_entry);
+            for c in usage.filter_map(|u| candidate(f.file, &u, &session_id, &project)) {
                 // Consecutive main-chain copies of one streamed message (same
                 // message id, request id and line session) collapse here
                 // already, with the same result as the rule (the second always
@@ -253,45 +256,101 @@ fn session_candidates(session: &Session<'_, '_>) -> FileCandidates {
         .collect()
 }
 
-fn candidate(f: &ParsedFile<'_, '_>, e: &Entry<'_>, session_id: &str, project: &str) -> Option<Candidate> {
-    let a = e.as_assistant()?;
-    let usage = a.usage.as_ref()?;
-    if a.model == Some("<synthetic>") {
+fn candidate(file: &TranscriptFile, u: &UsageLine<'_>, session_id: &str, project: &str) -> Option<Candidate> {
+    if u.model == Some("<synthetic>") {
         return None;
     }
-    let mut tokens = TokenCounts::from_usage(usage);
-    if usage.cache_creation_5m.is_none() && usage.cache_creation_1h.is_none() {
+    let mut tokens = TokenCounts::from_usage(&u.usage);
+    if u.usage.cache_creation_5m.is_none() && u.usage.cache_creation_1h.is_none() && u.cache_creation_object {
         // A `cache_creation` object without either key: ccusage counts its
         // (absent) keys, 0, not `cache_creation_input_tokens`.
-        let split = e.raw.get("message").and_then(|m| m.get("usage")).and_then(|u| u.get("cache_creation"));
-        if split.is_some_and(|c| c.as_object().is_some()) {
-            tokens.cache_write_5m = 0;
-        }
+        tokens.cache_write_5m = 0;
     }
-    let agent_id = match &f.file.kind {
+    let agent_id = match &file.kind {
         FileKind::Subagent { agent_id, .. } => Some(agent_id.clone()),
-        FileKind::Session => e.env.agent_id.map(str::to_string),
+        FileKind::Session => u.agent_id.map(str::to_string),
     };
     let req = RecordedRequest {
         session_id: session_id.to_string(),
         project: project.to_string(),
         agent_id,
-        file: f.file.display.clone(),
-        line: e.line,
-        timestamp: e.env.timestamp.map(str::to_string),
-        model: a.model.map(str::to_string),
-        message_id: a.message_id.map(str::to_string),
-        request_id: a.request_id.map(str::to_string),
-        is_sidechain: e.env.is_sidechain,
+        file: file.display.clone(),
+        line: u.line,
+        timestamp: u.timestamp.map(str::to_string),
+        model: u.model.map(str::to_string),
+        message_id: u.message_id.map(str::to_string),
+        request_id: u.request_id.map(str::to_string),
+        is_sidechain: u.is_sidechain,
         tokens,
         cost_usd: None,
         long_context: false,
     };
     Some(Candidate {
-        line_session: e.env.session_id.unwrap_or(session_id).to_string(),
-        ts_ms: e.env.timestamp.and_then(parse_rfc3339_ms),
+        line_session: u.session_id.unwrap_or(session_id).to_string(),
+        ts_ms: u.timestamp.and_then(parse_rfc3339_ms),
         req,
     })
+}
+
+/// The usage lines of a session read in full, compact, for
+/// [`CorpusUsage`].
+pub fn session_lines(session: &Session<'_, '_>, disc: &Discovery) -> SessionLines {
+    let (session_id, project) = session_identity(session);
+    let mut out = SessionLines::new(session_id, project);
+    for f in session.files() {
+        out.add_file(file_index(disc, f.file), f.parsed.entries.iter().filter_map(UsageLine::of_entry));
+    }
+    out
+}
+
+/// The usage lines of a session read lean, compact, for [`CorpusUsage`].
+pub fn scanned_session_lines(session: &ScannedSession<'_, '_>) -> SessionLines {
+    let (session_id, project) = session_identity_of(
+        session.main.as_ref().map(|m| m.file.path.as_path()),
+        session.subagents.first().map(|f| (f.file.path.as_path(), f.scan.session_id)),
+    );
+    let mut out = SessionLines::new(session_id, project);
+    for f in session.files() {
+        out.add_file(f.index, f.scan.usage.iter().copied());
+    }
+    out
+}
+
+/// The index of `file` in `disc.files` (sorted by path bytes).
+fn file_index(disc: &Discovery, file: &TranscriptFile) -> usize {
+    let key = file.path.as_os_str().as_encoded_bytes();
+    disc.files.binary_search_by(|f| f.path.as_os_str().as_encoded_bytes().cmp(key)).unwrap_or(disc.files.len())
+}
+
+/// The recorded-usage report of `disc` (global dedup, priced): every
+/// session read lean ([`crate::input::scan`]) on the worker threads, its
+/// usage lines made compact there, and the rule applied as the sessions
+/// come, in discovery order ([`CorpusUsage`]). The same report as
+/// [`RecordedReport::from_requests`] of [`recorded_requests_corpus`].
+pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing) -> RecordedReport {
+    let mut acc = CorpusUsage::new(disc);
+    let mut groups = disc.groups.iter();
+    let work = |_: &bumpalo::Bump, s: &ScannedSession<'_, '_>| {
+        let diags: Vec<Diagnostic> = s.diagnostics().cloned().collect();
+        Ok((scanned_session_lines(s), diags))
+    };
+    let sink = |r: Result<(SessionLines, Vec<Diagnostic>), Diagnostic>| {
+        let Some(group) = groups.next() else { return Ok(()) };
+        match r {
+            Ok((lines, diags)) => {
+                diags.into_iter().for_each(|d| acc.diagnostic(d));
+                acc.add(group, Some(lines));
+            }
+            Err(d) => {
+                acc.diagnostic(d);
+                acc.add(group, None);
+            }
+        }
+        Ok(())
+    };
+    // The sink never fails.
+    let _ = stream_scanned_sessions(disc, run, |_| 0, Err, work, sink);
+    acc.finish(pricing)
 }
 
 fn file_name(p: &Path) -> String {
@@ -300,21 +359,27 @@ fn file_name(p: &Path) -> String {
 
 /// `(session id, project)` of a session (see the module docs).
 pub(crate) fn session_identity(session: &Session<'_, '_>) -> (String, String) {
-    if let Some(main) = &session.main {
-        let p = &main.file.path;
+    session_identity_of(
+        session.main.as_ref().map(|m| m.file.path.as_path()),
+        session.subagents.first().map(|f| (f.file.path.as_path(), f.session_id())),
+    )
+}
+
+/// [`session_identity`] from the main file's path, else the first subagent
+/// file's path and the first `sessionId` of its entries.
+fn session_identity_of(main: Option<&Path>, first_subagent: Option<(&Path, Option<&str>)>) -> (String, String) {
+    if let Some(p) = main {
         let sid = p.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         return (sid, p.parent().map(file_name).unwrap_or_default());
     }
-    let Some(first) = session.subagents.first() else { return (String::new(), String::new()) };
-    let p = &first.file.path;
+    let Some((p, first_sid)) = first_subagent else { return (String::new(), String::new()) };
     // <project>/<sid>/subagents[/workflows/<run>]/agent-<id>.jsonl
     if let Some(subagents) = p.ancestors().skip(1).find(|a| a.file_name().is_some_and(|n| n == "subagents"))
         && let Some(sid_dir) = subagents.parent()
     {
         return (file_name(sid_dir), sid_dir.parent().map(file_name).unwrap_or_default());
     }
-    let sid = first
-        .session_id()
+    let sid = first_sid
         .map(str::to_string)
         .or_else(|| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_default();

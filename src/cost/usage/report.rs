@@ -4,9 +4,7 @@
 //!
 //! Sums only: which lines are requests is `usage`'s and `dedup`'s.
 
-use super::{
-    FileCandidates, RecordedRequest, dedup_files, price_requests, recorded_requests_corpus, usage_lines_corpus,
-};
+use super::{FileCandidates, RecordedRequest, dedup_files, price_requests, usage_lines_corpus};
 use crate::corpus::RunOptions;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
@@ -15,6 +13,7 @@ use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::time::{parse_rfc3339_ms, utc_day};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The keys of every `totals` object.
@@ -93,7 +92,7 @@ pub struct UsageSum {
 }
 
 impl UsageSum {
-    fn add(&mut self, r: &RecordedRequest) {
+    fn add(&mut self, r: &ReqView<'_>) {
         let t = &r.tokens;
         self.totals.requests += 1;
         self.totals.input_tokens += t.input;
@@ -171,10 +170,40 @@ pub struct RecordedReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// One priced request as the report sums it.
+#[derive(Debug, Clone)]
+pub(super) struct ReqView<'r> {
+    pub(super) session_id: &'r str,
+    pub(super) project: &'r str,
+    pub(super) timestamp: Option<Cow<'r, str>>,
+    pub(super) model: Option<&'r str>,
+    pub(super) tokens: TokenCounts,
+    pub(super) cost_usd: Option<f64>,
+    pub(super) long_context: bool,
+}
+
 impl RecordedReport {
-    /// Sum priced requests (from [`recorded_requests_corpus`]).
+    /// Sum priced requests (from [`super::recorded_requests_corpus`]).
     /// Diagnostics are sorted (file, line, kind, message), each once.
-    pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, mut diagnostics: Vec<Diagnostic>) -> Self {
+    pub fn from_requests(requests: &[RecordedRequest], pricing: &Pricing, diagnostics: Vec<Diagnostic>) -> Self {
+        let views = requests.iter().map(|r| ReqView {
+            session_id: &r.session_id,
+            project: &r.project,
+            timestamp: r.timestamp.as_deref().map(Cow::Borrowed),
+            model: r.model.as_deref(),
+            tokens: r.tokens,
+            cost_usd: r.cost_usd,
+            long_context: r.long_context,
+        });
+        Self::from_views(views, pricing, diagnostics)
+    }
+
+    /// Sum priced requests, in the order the rule keeps them.
+    pub(super) fn from_views<'r>(
+        requests: impl Iterator<Item = ReqView<'r>>,
+        pricing: &Pricing,
+        mut diagnostics: Vec<Diagnostic>,
+    ) -> Self {
         diagnostics.sort();
         diagnostics.dedup();
         let mut rep = RecordedReport { pricing: PricingInfo::of(pricing), diagnostics, ..RecordedReport::default() };
@@ -182,40 +211,46 @@ impl RecordedReport {
         let mut unpriced = UnpricedList::default();
         let mut sessions: BTreeMap<(&str, &str), SessionUsage> = BTreeMap::new();
         for r in requests {
-            all.add(r);
-            let s = sessions.entry((r.project.as_str(), r.session_id.as_str())).or_insert_with(|| SessionUsage {
-                session_id: r.session_id.clone(),
-                project: r.project.clone(),
+            all.add(&r);
+            let s = sessions.entry((r.project, r.session_id)).or_insert_with(|| SessionUsage {
+                session_id: r.session_id.to_string(),
+                project: r.project.to_string(),
                 ..SessionUsage::default()
             });
-            s.usage.add(r);
+            s.usage.add(&r);
             if let Some(ts) = &r.timestamp
                 && let Some(ms) = parse_rfc3339_ms(ts)
             {
                 if s.first_ms.is_none_or(|f| ms < f) {
                     s.first_ms = Some(ms);
-                    s.first_timestamp = Some(ts.clone());
+                    s.first_timestamp = Some(ts.to_string());
                 }
                 if s.last_ms.is_none_or(|l| ms > l) {
                     s.last_ms = Some(ms);
-                    s.last_timestamp = Some(ts.clone());
+                    s.last_timestamp = Some(ts.to_string());
                 }
             }
-            let model = r.model.as_deref().unwrap_or("unknown");
+            let model = r.model.unwrap_or("unknown");
             if r.cost_usd.is_none() {
                 unpriced.add(model, &r.tokens);
             }
             if !s.models.iter().any(|m| m == model) {
                 s.models.push(model.to_string());
             }
-            rep.by_project.entry(r.project.clone()).or_default().add(r);
+            match rep.by_project.get_mut(r.project) {
+                Some(p) => p.add(&r),
+                None => rep.by_project.entry(r.project.to_string()).or_default().add(&r),
+            }
             let day = r.timestamp.as_deref().and_then(utc_day).unwrap_or_else(|| "unknown".to_string());
-            rep.by_day.entry(day).or_default().add(r);
-            let m = rep.by_model.entry(model.to_string()).or_insert_with(|| ModelUsage {
-                priced_as: r.model.as_deref().and_then(|m| pricing.price(m)).map(|p| p.id.clone()),
-                ..ModelUsage::default()
-            });
-            m.usage.add(r);
+            rep.by_day.entry(day).or_default().add(&r);
+            let m = match rep.by_model.get_mut(model) {
+                Some(m) => m,
+                None => rep.by_model.entry(model.to_string()).or_insert_with(|| ModelUsage {
+                    priced_as: r.model.and_then(|m| pricing.price(m)).map(|p| p.id.clone()),
+                    ..ModelUsage::default()
+                }),
+            };
+            m.usage.add(&r);
         }
         rep.totals = all.totals;
         rep.cache_creation = all.cache_creation;
@@ -235,13 +270,7 @@ impl PricingInfo {
     }
 }
 
-/// The recorded-usage report of `disc` (global dedup, priced).
-pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing) -> RecordedReport {
-    let (requests, diagnostics) = recorded_requests_corpus(disc, run, pricing);
-    RecordedReport::from_requests(&requests, pricing, diagnostics)
-}
-
-/// [`recorded_report`], and the usage lines it was counted from (before
+/// [`recorded_report`](super::recorded_report), and the usage lines it was counted from (before
 /// the rule: what a shard's partial report carries, see `carry`).
 pub fn recorded_report_and_lines(
     disc: &Discovery,
