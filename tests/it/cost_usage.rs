@@ -20,6 +20,7 @@ use ctxasm::corpus::{RunOptions, for_each_session};
 use ctxasm::cost::pricing::Pricing;
 use ctxasm::cost::usage::{RecordedReport, recorded_report, recorded_requests, recorded_requests_corpus};
 use ctxasm::input::discover::discover;
+use proptest::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -404,4 +405,180 @@ fn cli_cost_recorded_only() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let modeled: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(modeled["recorded"], v["recorded"]);
+}
+
+/// The lean read (`input::scan`, what `cost --recorded-only` reads) and
+/// the full read of every `*.jsonl` under `roots`: line for line the same
+/// diagnostics, counts, tree links, first session id and usage lines; per
+/// session the same diagnostics (the tree's included); and the same report
+/// as the full read under `dedup_files` (`recorded_requests_corpus`).
+/// Returns the number of files and of usage lines compared.
+fn lean_read_agrees(roots: &[&str]) -> (usize, usize) {
+    use ctxasm::corpus::{read_session, scan_session};
+    use ctxasm::input::scan::{UsageLine, scan_bytes};
+    use ctxasm::input::{ReadOptions, parse_bytes};
+    use ctxasm::model::tree::Link;
+    let opts = ReadOptions::default();
+    let mut files = Vec::new();
+    for r in roots {
+        walk(Path::new(r), &mut files);
+    }
+    files.sort();
+    let mut usage_lines = 0;
+    for f in &files {
+        let data = std::fs::read(f).unwrap();
+        let display = f.display().to_string();
+        let (b1, b2) = (bumpalo::Bump::new(), bumpalo::Bump::new());
+        let full = parse_bytes(&b1, &data, &display, &opts);
+        let lean = scan_bytes(&b2, &data, &display, &opts);
+        assert_eq!(lean.diagnostics, full.diagnostics, "{display}");
+        assert_eq!((lean.lines, lean.bad_lines, lean.bytes), (full.lines, full.bad_lines, full.bytes), "{display}");
+        let links: Vec<Link<'_>> = (full.entries.iter().enumerate())
+            .filter_map(|(i, e)| {
+                Some(Link {
+                    entry: i as u32,
+                    line: e.line,
+                    uuid: e.env.uuid?,
+                    parent: e.env.parent_uuid,
+                    logical_parent: e.env.logical_parent_uuid,
+                })
+            })
+            .collect();
+        assert_eq!(lean.links, links, "{display}");
+        assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id), "{display}");
+        let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
+        assert_eq!(lean.usage, usage, "{display}");
+        usage_lines += usage.len();
+    }
+    let paths: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
+    let disc = discover(&paths);
+    for g in &disc.groups {
+        let (b1, b2) = (bumpalo::Bump::new(), bumpalo::Bump::new());
+        let full = read_session(&b1, &disc, g, &opts);
+        let lean = scan_session(&b2, &disc, g, &opts);
+        let (full, lean): (Vec<_>, Vec<_>) = (full.diagnostics().collect(), lean.diagnostics().collect());
+        assert_eq!(lean, full);
+    }
+    let run = RunOptions::default();
+    let (requests, diagnostics) = recorded_requests_corpus(&disc, &run, &Pricing::builtin());
+    let by_full = RecordedReport::from_requests(&requests, &Pricing::builtin(), diagnostics);
+    assert_eq!(recorded_report(&disc, &run, &Pricing::builtin()), by_full);
+    (files.len(), usage_lines)
+}
+
+/// On the fixtures: the usage ones, the hostile ones (`bad/`: invalid JSON
+/// and UTF-8, numbers out of range, duplicate and missing uuids, cycles,
+/// unknown types…), every release's captures and the sample corpus.
+#[test]
+fn lean_read_agrees_with_the_full_read_on_the_fixtures() {
+    let (files, usage) = lean_read_agrees(&["tests/fixtures", "corpora/sample"]);
+    assert!(files > 100 && usage > 1000, "{files} files, {usage} usage lines");
+}
+
+#[test]
+#[ignore = "needs ../shared/corpora beside the checkout (CI has it)"]
+fn lean_read_agrees_with_the_full_read_on_the_shared_corpora() {
+    let roots = ["../shared/corpora/public", "../shared/corpora/claude-code-2.1.88", "../shared/corpora/claude-code-2.1.328"];
+    for r in roots {
+        assert!(Path::new(r).is_dir(), "needs {r}");
+    }
+    let (files, usage) = lean_read_agrees(&roots);
+    assert!(files > 200 && usage > 2000, "{files} files, {usage} usage lines");
+}
+
+/// Both reads of one file's bytes: the lean read's diagnostics, counts,
+/// links and usage lines are the full read's.
+fn same_reads(data: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
+    use ctxasm::input::scan::{UsageLine, scan_bytes};
+    use ctxasm::input::{ReadOptions, parse_bytes};
+    let opts = ReadOptions { max_line_bytes: 4096, ..ReadOptions::default() };
+    let (b1, b2) = (bumpalo::Bump::new(), bumpalo::Bump::new());
+    let full = parse_bytes(&b1, data, "m.jsonl", &opts);
+    let lean = scan_bytes(&b2, data, "m.jsonl", &opts);
+    proptest::prop_assert_eq!(&lean.diagnostics, &full.diagnostics);
+    proptest::prop_assert_eq!((lean.lines, lean.bad_lines), (full.lines, full.bad_lines));
+    let uuids: Vec<(u32, &str, Option<&str>, Option<&str>)> = (full.entries.iter())
+        .filter_map(|e| Some((e.line, e.env.uuid?, e.env.parent_uuid, e.env.logical_parent_uuid)))
+        .collect();
+    let lean_uuids: Vec<_> = lean.links.iter().map(|l| (l.line, l.uuid, l.parent, l.logical_parent)).collect();
+    proptest::prop_assert_eq!(lean_uuids, uuids);
+    proptest::prop_assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id));
+    let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
+    proptest::prop_assert_eq!(lean.usage, usage);
+    Ok(())
+}
+
+/// Real usage lines (and a few others) of the fixtures, to mutate.
+fn seed_lines() -> Vec<Vec<u8>> {
+    let mut files = Vec::new();
+    walk(Path::new(FIXTURES), &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        for line in std::fs::read(&f).unwrap().split(|&b| b == b'\n') {
+            if !line.is_empty() && line.len() < 3000 && out.len() < 400 {
+                out.push(line.to_vec());
+            }
+        }
+    }
+    out
+}
+
+/// Bytes a mutation puts in: JSON's structure, numbers no 64-bit type
+/// holds, invalid UTF-8, escapes, keys the reads look up (again: the first
+/// one counts), values of the wrong kind.
+const INSERTS: &[&[u8]] = &[
+    b"\"",
+    b"{",
+    b"}",
+    b",",
+    b"]",
+    b"1e400",
+    b"123456789012345678901234567890",
+    b"-1",
+    b"2.0",
+    b"\xff\xfe",
+    b"\\u0031",
+    b"null",
+    b"\"type\":\"zz-new\",",
+    b"\"type\":7,",
+    b"\"uuid\":\"dup\",",
+    b"\"isSidechain\":true,",
+    b"\"message\":{\"usage\":{\"input_tokens\":1}},",
+    b"\"usage\":[],",
+    b"\"cache_creation\":{},",
+    b"\n",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// The lean read agrees with the full read on fixture lines cut, spliced
+    /// and broken at random places.
+    #[test]
+    fn lean_read_agrees_on_mutated_lines(
+        picks in proptest::collection::vec((any::<proptest::sample::Index>(), any::<proptest::sample::Index>(),
+            0usize..INSERTS.len(), 0usize..40, 0u8..4), 1..6),
+    ) {
+        thread_local!(static SEEDS: Vec<Vec<u8>> = seed_lines());
+        let data = SEEDS.with(|seeds| {
+            let mut data = Vec::new();
+            for (line, at, insert, cut, how) in &picks {
+                let mut l = seeds[line.index(seeds.len())].clone();
+                let at = at.index(l.len() + 1);
+                match how {
+                    0 => l.splice(at..at, INSERTS[*insert].iter().copied()).for_each(drop),
+                    1 => l.drain(at..(at + cut).min(l.len())).for_each(drop),
+                    2 => l.truncate(at),
+                    _ => {}
+                }
+                data.extend_from_slice(&l);
+                data.push(b'\n');
+            }
+            data
+        });
+        same_reads(&data)?;
+        // Without the last newline: a truncated last line.
+        same_reads(&data[..data.len() - 1])?;
+    }
 }
