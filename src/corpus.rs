@@ -206,7 +206,12 @@ where
 }
 
 /// [`map_group`] for a session read lean ([`scan_session`]).
-pub fn map_scanned_group<R, F>(disc: &Discovery, group: &SessionGroup, opts: &RunOptions<'_>, f: &F) -> Result<R, Diagnostic>
+pub fn map_scanned_group<R, F>(
+    disc: &Discovery,
+    group: &SessionGroup,
+    opts: &RunOptions<'_>,
+    f: &F,
+) -> Result<R, Diagnostic>
 where
     F: for<'a, 'd> Fn(&'a Bump, &ScannedSession<'a, 'd>) -> R,
 {

@@ -104,7 +104,8 @@ mod tests {
 
     #[test]
     fn lookups_agree_with_the_tree() {
-        let line = br#"{"a":{"x":[1,{"y":2}],"x":3,"s":"t\"u"},"n":-1,"f":2.0,"g":1.5,"b":true,"a":null,"e":{},"z":[]}"#;
+        let line =
+            br#"{"a":{"x":[1,{"y":2}],"x":3,"s":"t\"u"},"n":-1,"f":2.0,"g":1.5,"b":true,"a":null,"e":{},"z":[]}"#;
         let bump = Bump::new();
         let mut p = LineParser::new();
         let tree = p.parse(&bump, line).unwrap();

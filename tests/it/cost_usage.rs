@@ -478,7 +478,8 @@ fn lean_read_agrees_with_the_full_read_on_the_fixtures() {
 #[test]
 #[ignore = "needs ../shared/corpora beside the checkout (CI has it)"]
 fn lean_read_agrees_with_the_full_read_on_the_shared_corpora() {
-    let roots = ["../shared/corpora/public", "../shared/corpora/claude-code-2.1.88", "../shared/corpora/claude-code-2.1.328"];
+    let roots =
+        ["../shared/corpora/public", "../shared/corpora/claude-code-2.1.88", "../shared/corpora/claude-code-2.1.328"];
     for r in roots {
         assert!(Path::new(r).is_dir(), "needs {r}");
     }

@@ -9,7 +9,7 @@
 use super::options::ModelOptions;
 use crate::assemble::{Assembler, assemble_session};
 use crate::assemble::{Body, Request};
-use crate::corpus::{RunOptions, Session, for_each_session_of};
+use crate::corpus::{RunOptions, Session, stream_sessions};
 use crate::cost::sim::{BlockBuilder, BlockFeat, BlockKind, ChainStep, Place, Role, SimBlock, Ttl, apply_automatic};
 use crate::cost::tokens::TokenCounts;
 use crate::cost::usage;
@@ -19,14 +19,18 @@ use crate::json::Json;
 use crate::model::entry::Entry;
 use crate::time::parse_timestamp_ms;
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// One request of a chain.
 #[derive(Debug, Clone)]
 pub(super) struct ReqIn {
+    /// Moved to the report's [`TurnRow`](super::TurnRow) by
+    /// `add_baseline` (empty after).
     pub(super) custom_id: String,
     pub(super) at_ms: u64,
-    pub(super) model: String,
+    /// Shared by the requests of a chain that name the same model.
+    pub(super) model: Arc<str>,
     pub(super) recorded: Option<TokenCounts>,
     pub(super) step: ChainStep,
     /// Blocks in the request (`keep` + added).
@@ -55,8 +59,6 @@ pub(super) struct SessionIn {
     pub(super) by_pipeline: bool,
     pub(super) unseen_prompt: bool,
     pub(super) diagnostics: Vec<Diagnostic>,
-    /// The session's usage lines, for the corpus-wide recorded count.
-    pub(super) usage_lines: usage::FileCandidates,
 }
 
 /// Models that keep earlier turns' thinking in the prompt (facts §1.5: the
@@ -177,15 +179,16 @@ fn scope_of(parts: &[&str]) -> u64 {
 /// Pass 1 for one session.
 fn session_blocks<'a>(
     bump: &'a bumpalo::Bump,
+    disc: &Discovery,
     session: &Session<'a, '_>,
     assembler: &Assembler,
     opts: &ModelOptions,
-) -> (SessionIn, Vec<ChainIn>) {
+    keep_lines: bool,
+) -> SessionOut {
     let out = assemble_session(bump, session, assembler);
-    let mut sin = session_in(session, out.by_pipeline, out.diagnostics, opts);
+    let sin = session_in(session, out.by_pipeline, out.diagnostics, opts);
     // Recorded usage by message id; api-request id → message id.
-    let lines = usage::session_usage_lines(session);
-    let recorded = usage::dedup_files(lines.clone());
+    let recorded = usage::recorded_requests(session);
     let mut by_message: FxHashMap<&str, TokenCounts> = FxHashMap::default();
     for r in &recorded {
         if let Some(m) = r.message_id.as_deref() {
@@ -231,9 +234,14 @@ fn session_blocks<'a>(
     drop(by_message);
     drop(by_request_ref);
     drop(recorded);
-    sin.usage_lines = lines;
-    (sin, chains)
+    let full_lines = if keep_lines { usage::session_usage_lines(session) } else { Vec::new() };
+    (sin, chains, usage::session_lines(session, disc), full_lines)
 }
+
+/// What pass 1 gives for a session: its identity, its chains, its usage
+/// lines (compact) for the corpus-wide recorded count, and (for a shard's
+/// partial report) the same lines in full.
+type SessionOut = (SessionIn, Vec<ChainIn>, usage::SessionLines, usage::FileCandidates);
 
 /// What pass 1 keeps of a session, but its usage lines: its identity, the
 /// cache scope of each [`Account`](super::Account) and whether its prompt
@@ -262,7 +270,6 @@ fn session_in(
     let has_shapes = session.has_shapes();
     let unseen_prompt = by_pipeline && !has_shapes && !opts.prompt_known;
     SessionIn {
-        usage_lines: Vec::new(),
         scope_root: scope_of(&["root", &root]),
         scope_project: scope_of(&["project", &project_path]),
         scope_session: scope_of(&["session", &project_path, &session_id]),
@@ -303,9 +310,17 @@ fn chain_of(
     let mut chain = ChainIn::default();
     let mut prev: Vec<SimBlock> = Vec::new();
     let mut last_ms = 0u64;
+    let mut models: Vec<Arc<str>> = Vec::new();
     for r in requests.iter().filter(|r| r.agent_id == agent) {
         request_blocks(&r.body, seg, unseen_block.as_ref(), blocks, feats);
-        let model = r.body.model.as_str().unwrap_or("").to_string();
+        let name = r.body.model.as_str().unwrap_or("");
+        let model = match models.iter().find(|m| &***m == name) {
+            Some(m) => m.clone(),
+            None => {
+                models.push(name.into());
+                models[models.len() - 1].clone()
+            }
+        };
         if strips_old_thinking(&model) {
             strip_old_thinking(blocks, feats);
         }
@@ -345,32 +360,56 @@ fn chain_of(
     chain
 }
 
-/// Pass 1 over the corpus: the blocks of every session (in parallel), its
-/// chains tagged with the session's index; discovery's problems and the
-/// sessions that could not be read as diagnostics, in that order.
+/// Pass 1 over the corpus: the blocks of every session (in parallel, taken
+/// in discovery order as they come), its chains tagged with the session's
+/// index; discovery's problems and the sessions that could not be read as
+/// diagnostics, in that order; and the corpus-wide recorded usage (what
+/// `cost --recorded-only` counts), its lines counted as the sessions come
+/// and not kept; with `keep_lines`, they are kept in full too (what a
+/// shard's partial report carries).
 pub(super) fn read_corpus(
     disc: &Discovery,
     run: &RunOptions<'_>,
     assembler: &Assembler,
     opts: &ModelOptions,
-) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>) {
+    keep_lines: bool,
+) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
     let mut diagnostics = disc.diagnostics.clone();
     let mut sessions: Vec<SessionIn> = Vec::new();
     let mut chains: Vec<ChainIn> = Vec::new();
-    for result in for_each_session_of(disc, &disc.groups, run, |bump, s| session_blocks(bump, s, assembler, opts)) {
+    let mut recorded = usage::CorpusUsage::default();
+    let mut full_lines = Vec::new();
+    let mut groups = disc.groups.iter();
+    let sink = |result: Result<SessionOut, Diagnostic>| {
+        let Some(group) = groups.next() else { return Ok(()) };
         match result {
-            Ok((s, cs)) => {
+            Ok((s, cs, lines, mut full)) => {
                 let idx = sessions.len();
                 chains.extend(cs.into_iter().map(|mut c| {
                     c.session = idx;
                     c
                 }));
                 sessions.push(s);
+                recorded.add(group, Some(lines));
+                full_lines.append(&mut full);
             }
-            Err(d) => diagnostics.push(d),
+            Err(d) => {
+                diagnostics.push(d);
+                recorded.add(group, None);
+            }
         }
-    }
-    (sessions, chains, diagnostics)
+        Ok(())
+    };
+    // The sink never fails.
+    let _ = stream_sessions(
+        disc,
+        run,
+        |_| 0,
+        Err,
+        |bump, s| Ok(session_blocks(bump, disc, s, assembler, opts, keep_lines)),
+        sink,
+    );
+    (sessions, chains, diagnostics, recorded, full_lines)
 }
 
 #[cfg(test)]

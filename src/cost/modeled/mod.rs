@@ -106,8 +106,9 @@ fn model(
     opts: &ModelOptions,
     keep_lines: bool,
 ) -> (CostReport, FileCandidates) {
-    let (mut sessions, mut chains, mut diagnostics) = blocks::read_corpus(disc, run, assembler, opts);
-    let (recorded, lines) = report::recorded_of(&mut sessions, pricing, keep_lines);
+    let (mut sessions, mut chains, mut diagnostics, recorded, lines) =
+        blocks::read_corpus(disc, run, assembler, opts, keep_lines);
+    let recorded = recorded.finish(pricing);
     for s in &mut sessions {
         diagnostics.append(&mut s.diagnostics);
     }
@@ -132,7 +133,7 @@ fn model(
         diagnostics,
         ..CostReport::default()
     };
-    report::add_baseline(&mut rep, &sessions, &chains, &base, pricing);
+    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing);
     rep.what_if = report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd);
     (rep, lines)
 }

@@ -60,7 +60,8 @@ pub(super) fn replay(
             (_, Account::Root) => s.scope_root,
         };
         req.at_ms = r.at_ms;
-        req.model.clone_from(&r.model);
+        req.model.clear();
+        req.model.push_str(&r.model);
         if let Some(w) = what_if {
             apply_what_if(w, &mut req, est, opts.sim.max_breakpoints);
         }

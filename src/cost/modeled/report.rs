@@ -15,7 +15,7 @@ use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
 use crate::cost::sim::Estimator;
 use crate::cost::tokens::TokenCounts;
-use crate::cost::usage::{self, CacheCreation, PricingInfo, RecordedReport, Totals, Unpriced, UnpricedList};
+use crate::cost::usage::{CacheCreation, PricingInfo, Totals, Unpriced, UnpricedList};
 use crate::diag::Diagnostic;
 use serde::{Deserialize, Serialize};
 
@@ -221,31 +221,13 @@ fn priced_model<'a>(own: &'a str, what_if: &'a WhatIf) -> &'a str {
     }
 }
 
-/// The corpus-wide recorded usage: the sessions' usage lines (taken out of
-/// them) under the global rule, what `cost --recorded-only` counts, from
-/// pass 1's one read.
-pub(super) fn recorded_of(
-    sessions: &mut [SessionIn],
-    pricing: &Pricing,
-    keep_lines: bool,
-) -> (RecordedReport, usage::FileCandidates) {
-    let mut lines = Vec::new();
-    for s in sessions.iter_mut() {
-        lines.append(&mut s.usage_lines);
-    }
-    let kept = if keep_lines { lines.clone() } else { Vec::new() };
-    let mut recorded_requests = usage::dedup_files(lines);
-    usage::price_requests(&mut recorded_requests, pricing);
-    (RecordedReport::from_requests(&recorded_requests, pricing, Vec::new()), kept)
-}
-
 /// Sum the baseline replay into `rep`: modeled totals, accuracy against the
 /// recorded usage, one row per session (sorted by project, then session id)
 /// and per request.
 pub(super) fn add_baseline(
     rep: &mut CostReport,
     sessions: &[SessionIn],
-    chains: &[ChainIn],
+    chains: &mut [ChainIn],
     base: &[Vec<Predicted>],
     pricing: &Pricing,
 ) {
@@ -263,8 +245,8 @@ pub(super) fn add_baseline(
         .collect();
     let mut ratio_acc: Vec<[u64; 4]> = vec![[0; 4]; sessions.len()];
     let mut sums = Sums::default();
-    for (ci, c) in chains.iter().enumerate() {
-        for (ri, r) in c.reqs.iter().enumerate() {
+    for (ci, c) in chains.iter_mut().enumerate() {
+        for (ri, r) in c.reqs.iter_mut().enumerate() {
             let p = base[ci][ri];
             sums.add(&r.model, &p.tokens, p.cost);
             rep.rejected_requests += u64::from(p.rejected);
@@ -298,7 +280,7 @@ pub(super) fn add_baseline(
                 rep.accuracy.requests_without_usage += 1;
             }
             rep.turns.push(TurnRow {
-                custom_id: r.custom_id.clone(),
+                custom_id: std::mem::take(&mut r.custom_id),
                 session: c.session,
                 at_ms: r.at_ms,
                 recorded: r.recorded,

@@ -77,23 +77,25 @@
 //! `<project>/<sid>/subagents/…`). Its day is the UTC date of its
 //! `timestamp` (`unknown` without a readable one).
 //!
-//! # Speed
+//! # Speed and memory
 //!
-//! The report reads every line through the typed model
-//! ([`for_each_session`], in parallel), collects the usage lines of each
-//! file (consecutive main-chain copies of a message already collapsed), and
-//! runs the rule once over the corpus. Measured with scripts/compare-ccusage
-//! on 2 cores (median of 5): a 938 MB synthetic corpus in 0.89 – 1.05 s
-//! against 1.48 – 1.66 s for ccusage 20.0.24's native binary (ratio 0.54 –
-//! 0.71), peak RSS about 100 MB against 170 MB; the 13.6 MB public corpus in
-//! 0.038 s against 0.050 s. A raw-line prefilter on `"usage":{` was not
-//! needed.
-
+//! [`recorded_report`] reads each session lean ([`crate::input::scan`]:
+//! per line simd-json's tape only, the usage fields and the tree's links
+//! taken from it, no typed entries, the full read's diagnostics), makes its
+//! usage lines compact on the worker that read it ([`SessionLines`]:
+//! consecutive main-chain copies of a message already collapsed, ids as
+//! 128-bit hashes), and applies the rule as the sessions come, in path
+//! order ([`CorpusUsage`]). Memory is the largest session's read plus about
+//! 200 bytes per distinct request of the corpus (the rule is global: any
+//! later file may copy any request). The modeled cost (`cost::modeled`)
+//! counts its recorded usage the same way from its own full read.
+//! [`recorded_requests_corpus`] (every line typed, full requests, then
+//! [`dedup_files`]) gives the same report; the tests compare the two.
 //!
-//! The parts: this module reads the usage lines ([`session_usage_lines`]),
-//! `dedup` applies the rule ([`dedup_files`]), `report` sums the requests
-//! ([`RecordedReport`]). Reads transcripts only through `corpus`; prints
-//! nothing.
+//! The parts: this module reads the usage lines, `dedup` applies the rule
+//! to full requests ([`dedup_files`]), `stream` to compact ones
+//! ([`CorpusUsage`]), `report` sums the requests ([`RecordedReport`]).
+//! Reads transcripts only through `corpus`; prints nothing.
 
 pub mod carry;
 mod dedup;
@@ -101,11 +103,11 @@ mod report;
 mod stream;
 
 pub use dedup::dedup_files;
-pub use stream::{CorpusUsage, SessionLines};
 pub use report::{
     CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList, UsageSum,
     recorded_report_and_lines,
 };
+pub use stream::{CorpusUsage, SessionLines};
 
 use super::pricing::Pricing;
 use super::tokens::TokenCounts;
@@ -174,9 +176,8 @@ pub fn recorded_requests(session: &Session<'_, '_>) -> Vec<RecordedRequest> {
 /// The usage lines of each file of a session (for [`dedup_files`]).
 pub type FileCandidates = Vec<(std::path::PathBuf, Vec<Candidate>)>;
 
-/// The usage lines of `session`, by file, before the rule runs: callers
-/// that read each session once keep these and run [`dedup_files`] on the
-/// session's (its requests) and on the corpus's (the global count).
+/// The usage lines of `session`, by file, before the rule runs (what a
+/// shard's partial report carries, see [`carry`]).
 pub fn session_usage_lines(session: &Session<'_, '_>) -> FileCandidates {
     session_candidates(session)
 }

@@ -17,8 +17,8 @@
 //! probability about 2^-128 per pair). `tests/it/cost_usage.rs` compares
 //! the two on the fixtures and the corpora.
 
-use super::report::ReqView;
 use super::RecordedReport;
+use super::report::ReqView;
 use crate::cost::pricing::Pricing;
 use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
