@@ -122,6 +122,30 @@ fn is_unknown_type(known: &mut Vec<(Box<str>, bool)>, t: &str) -> bool {
     unknown
 }
 
+/// The root members the lean read looks at, and their indices.
+const ROOT_KEYS: [&str; 10] = [
+    "type",
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "sessionId",
+    "timestamp",
+    "agentId",
+    "isSidechain",
+    "requestId",
+    "message",
+];
+const TYPE: usize = 0;
+const UUID: usize = 1;
+const PARENT: usize = 2;
+const LOGICAL_PARENT: usize = 3;
+const SESSION_ID: usize = 4;
+const TIMESTAMP: usize = 5;
+const AGENT_ID: usize = 6;
+const IS_SIDECHAIN: usize = 7;
+const REQUEST_ID: usize = 8;
+const MESSAGE: usize = 9;
+
 /// The fields of one line from its tape; strings kept are copied into
 /// `bump`.
 fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, bool)>, need_sid: bool) -> Lean<'a> {
@@ -138,14 +162,23 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, 
         };
         return Lean::NotAnObject(shallow);
     }
-    let Some(type_name) = root.get_str("type") else { return Lean::MissingType };
+    // The envelope's members in one pass over the root (the first of a key
+    // counts, as `Json::get` reads it).
+    let mut f: [Option<TapeValue<'_, '_>>; ROOT_KEYS.len()] = [None; ROOT_KEYS.len()];
+    for (k, v) in root.members() {
+        if let Some(i) = ROOT_KEYS.iter().position(|&r| r == k)
+            && f[i].is_none()
+        {
+            f[i] = Some(v);
+        }
+    }
+    let str_of = |i: usize| f[i].and_then(|v| v.as_str());
+    let Some(type_name) = str_of(TYPE) else { return Lean::MissingType };
     let unknown = is_unknown_type(known, type_name).then(|| type_name.to_string());
     let copy = |s: Option<&str>| s.map(|s| &*bump.alloc_str(s));
-    let link = root
-        .get_str("uuid")
-        .map(|u| (&*bump.alloc_str(u), copy(root.get_str("parentUuid")), copy(root.get_str("logicalParentUuid"))));
+    let link = str_of(UUID).map(|u| (&*bump.alloc_str(u), copy(str_of(PARENT)), copy(str_of(LOGICAL_PARENT))));
     let usage = if type_name == "assistant" {
-        let msg = root.get("message");
+        let msg = f[MESSAGE];
         let usage = msg.and_then(|m| m.get("usage")).filter(TapeValue::is_object);
         usage.map(|u| {
             let n = |k: &str| u.get(k).and_then(|v| v.as_u64()).unwrap_or(0);
@@ -153,12 +186,12 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, 
             let m = |k: &str| copy(msg.and_then(|m| m.get_str(k)));
             UsageLine {
                 line: 0,
-                session_id: copy(root.get_str("sessionId")),
-                timestamp: copy(root.get_str("timestamp")),
-                agent_id: copy(root.get_str("agentId")),
-                is_sidechain: root.get("isSidechain").and_then(|v| v.as_bool()).unwrap_or(false),
+                session_id: copy(str_of(SESSION_ID)),
+                timestamp: copy(str_of(TIMESTAMP)),
+                agent_id: copy(str_of(AGENT_ID)),
+                is_sidechain: f[IS_SIDECHAIN].and_then(|v| v.as_bool()).unwrap_or(false),
                 message_id: m("id"),
-                request_id: copy(root.get_str("requestId")),
+                request_id: copy(str_of(REQUEST_ID)),
                 model: m("model"),
                 usage: Usage {
                     input_tokens: n("input_tokens"),
@@ -177,7 +210,7 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, 
     };
     let session_id = match &usage {
         Some(u) => u.session_id,
-        None if need_sid => copy(root.get_str("sessionId")),
+        None if need_sid => copy(str_of(SESSION_ID)),
         None => None,
     };
     Lean::Entry { unknown, link, session_id, usage }
@@ -261,11 +294,21 @@ fn scan_with<'a>(
     out
 }
 
+thread_local! {
+    /// The bytes of the file being scanned ([`source::with_bytes`]).
+    static FILE_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Load and scan one file; an unreadable file gives the full read's
 /// `io_error` diagnostic.
 pub fn scan_file<'a>(bump: &'a Bump, path: &Path, display: &str, opts: &ReadOptions) -> ScannedLines<'a> {
-    match source::load(path, &opts.source) {
-        Ok(src) => scan_bytes(bump, &src, display, opts),
+    let scan = |data: &[u8]| scan_bytes(bump, data, display, opts);
+    let scanned = FILE_BUFFER.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => source::with_bytes(path, &opts.source, &mut buf, scan),
+        Err(_) => source::with_bytes(path, &opts.source, &mut Vec::new(), scan),
+    });
+    match scanned {
+        Ok(s) => s,
         Err(e) => ScannedLines {
             diagnostics: vec![Diagnostic::new(display, 0, DiagKind::Io, format!("cannot read file: {e}"))],
             ..ScannedLines::default()

@@ -7,6 +7,12 @@
 //! that shrinks under the reader raises SIGBUS, a read just returns fewer
 //! bytes. A final line without `\n` is reported by the line splitter, and the
 //! parser turns it into a `truncated_line` diagnostic if it does not parse.
+//!
+//! [`with_bytes`] is for a reader that keeps nothing of the bytes once read
+//! (the lean read): a stable file under [`READ_BELOW`] is read into a buffer
+//! the caller reuses, which costs less than a map (its page faults, and the
+//! unmap's TLB shootdown across threads) for the small files most
+//! transcripts are.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -54,8 +60,9 @@ impl Source {
     }
 }
 
-/// Open `path` and get its bytes (see the module docs for the rules).
-pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
+/// A regular file opened, with its length and whether it must be read, not
+/// mapped (live, or `no_mmap`).
+fn open_regular(path: &Path, opts: &SourceOptions) -> io::Result<(File, u64, bool)> {
     // Checked before opening: opening a FIFO for reading blocks until a
     // writer comes.
     let ft = std::fs::metadata(path)?.file_type();
@@ -68,27 +75,67 @@ pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
     }
-    let len = meta.len();
-    if len == 0 {
-        return Ok(Source::Empty);
-    }
     let live = meta
         .modified()
         .ok()
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .is_none_or(|age| age < opts.live_window);
-    if opts.no_mmap || live {
+    Ok((file, meta.len(), opts.no_mmap || live))
+}
+
+/// Stable files at least this large are mapped by [`with_bytes`]; smaller
+/// ones are read into the caller's buffer.
+pub const READ_BELOW: u64 = 8 << 20;
+
+/// The bytes of `path` handed to `f`, by the rules of [`load`], except that
+/// a stable file under [`READ_BELOW`] is read into `buf` (cleared first;
+/// its allocation is kept for the next file) instead of mapped.
+pub fn with_bytes<R>(
+    path: &Path,
+    opts: &SourceOptions,
+    buf: &mut Vec<u8>,
+    f: impl FnOnce(&[u8]) -> R,
+) -> io::Result<R> {
+    let (file, len, read) = open_regular(path, opts)?;
+    if len == 0 {
+        return Ok(f(&[]));
+    }
+    if read || len < READ_BELOW {
+        buf.clear();
+        file.take(len).read_to_end(buf)?;
+        let out = f(buf);
+        if buf.capacity() as u64 > 2 * READ_BELOW {
+            // A large live file: not kept for the next one.
+            *buf = Vec::new();
+        }
+        return Ok(out);
+    }
+    Ok(f(&map(&file, len)?))
+}
+
+/// Open `path` and get its bytes (see the module docs for the rules).
+pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
+    let (file, len, read) = open_regular(path, opts)?;
+    if len == 0 {
+        return Ok(Source::Empty);
+    }
+    if read {
         return read_up_to(file, len).map(Source::Read);
     }
+    map(&file, len).map(Source::Mapped)
+}
+
+/// Map the first `len` bytes of `file`.
+fn map(file: &File, len: u64) -> io::Result<memmap2::Mmap> {
     let map_len =
         usize::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
     // SAFETY: the map is read-only and no longer than the size fstat gave. Claude
     // Code only appends to session files; files that changed within the live
     // window were read above instead of mapped.
-    let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(&file)? };
+    let map = unsafe { memmap2::MmapOptions::new().len(map_len).map(file)? };
     #[cfg(unix)]
     let _ = map.advise(memmap2::Advice::Sequential);
-    Ok(Source::Mapped(map))
+    Ok(map)
 }
 
 /// Read at most `len` bytes (the size at open time); a file that shrank yields
@@ -129,6 +176,27 @@ mod tests {
         let err = load(&dir.path().join("nope.jsonl"), &SourceOptions::default()).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(load(dir.path(), &SourceOptions::default()).is_err());
+    }
+
+    /// `with_bytes` gives what `load` gives, small files read into the
+    /// reused buffer (which holds no byte of an earlier, longer file).
+    #[test]
+    fn with_bytes_reads_small_files_into_the_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (long, short, empty) = (dir.path().join("l.jsonl"), dir.path().join("s.jsonl"), dir.path().join("e.jsonl"));
+        std::fs::write(&long, b"{\"type\":\"user\",\"x\":1}\n").unwrap();
+        std::fs::write(&short, b"{}\n").unwrap();
+        std::fs::File::create(&empty).unwrap();
+        let stable = SourceOptions { live_window: Duration::ZERO, no_mmap: false };
+        let mut buf = Vec::new();
+        for p in [&long, &short, &empty] {
+            let got = with_bytes(p, &stable, &mut buf, <[u8]>::to_vec).unwrap();
+            assert_eq!(got, &*load(p, &stable).unwrap());
+        }
+        assert_eq!(buf, b"{}\n");
+        let err = with_bytes(&dir.path().join("nope.jsonl"), &stable, &mut buf, |_| ()).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(with_bytes(dir.path(), &stable, &mut buf, |_| ()).is_err());
     }
 
     #[test]

@@ -28,22 +28,28 @@ impl<'t, 'i> TapeValue<'t, 'i> {
 
     /// The member `key` of an object (first occurrence), as [`Json::get`].
     pub fn get(&self, key: &str) -> Option<TapeValue<'t, 'i>> {
-        let Some(&Node::Object { len, .. }) = self.nodes.first() else { return None };
+        self.members().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// The members of an object in order (none for anything else), as
+    /// [`Json::as_object`] lists them.
+    pub fn members(&self) -> impl Iterator<Item = (&'i str, TapeValue<'t, 'i>)> + use<'t, 'i> {
+        let nodes = self.nodes;
+        let len = match nodes.first() {
+            Some(&Node::Object { len, .. }) => len,
+            _ => 0,
+        };
         let mut i = 1;
-        for _ in 0..len {
-            let k = match self.nodes.get(i) {
+        (0..len).map_while(move |_| {
+            let k = match nodes.get(i) {
                 Some(Node::String(k)) => *k,
                 _ => "",
             };
-            i += 1;
-            let v = self.nodes.get(i)?;
-            let n = span(v);
-            if k == key {
-                return self.nodes.get(i..i + n).map(|nodes| TapeValue { nodes });
-            }
-            i += n;
-        }
-        None
+            let n = span(nodes.get(i + 1)?);
+            let v = TapeValue { nodes: nodes.get(i + 1..i + 1 + n)? };
+            i += 1 + n;
+            Some((k, v))
+        })
     }
 
     /// The value without its children: scalars as they are, arrays and
@@ -119,6 +125,9 @@ mod tests {
                 assert_eq!(root.get(k).and_then(|v| v.as_bool()), tree.get_bool(k), "{k}");
             }
             assert_eq!(root.get("e").unwrap().get("x").map(|v| v.shallow()), None);
+            let keys: Vec<&str> = root.members().map(|(k, _)| k).collect();
+            assert_eq!(keys, ["a", "n", "f", "g", "b", "a", "e", "z"]);
+            assert_eq!(root.get("n").unwrap().members().count(), 0);
             assert!(root.get("n").unwrap().get("x").is_none());
         })
         .unwrap();
