@@ -243,9 +243,8 @@ fn session_blocks<'a>(
 /// partial report) the same lines in full.
 type SessionOut = (SessionIn, Vec<ChainIn>, usage::SessionLines, usage::FileCandidates);
 
-/// What pass 1 keeps of a session, but its usage lines: its identity, the
-/// cache scope of each [`Account`](super::Account) and whether its prompt
-/// is the unseen prefix.
+/// What pass 1 keeps of a session: its identity, the cache scope of each
+/// [`Account`](super::Account) and whether its prompt is the unseen prefix.
 fn session_in(
     session: &Session<'_, '_>,
     by_pipeline: bool,
@@ -357,6 +356,10 @@ fn chain_of(
             }
         }
     }
+    // Kept until the corpus is replayed: without the growth slack.
+    chain.reqs.shrink_to_fit();
+    chain.arena.shrink_to_fit();
+    chain.feats.shrink_to_fit();
     chain
 }
 

@@ -245,6 +245,7 @@ pub(super) fn add_baseline(
         .collect();
     let mut ratio_acc: Vec<[u64; 4]> = vec![[0; 4]; sessions.len()];
     let mut sums = Sums::default();
+    rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
     for (ci, c) in chains.iter_mut().enumerate() {
         for (ri, r) in c.reqs.iter_mut().enumerate() {
             let p = base[ci][ri];
