@@ -89,6 +89,7 @@ pub struct ScannedLines<'a> {
 }
 
 /// What one line gave.
+#[allow(clippy::large_enum_variant)] // returned per line, never stored
 enum Lean<'a> {
     NotAnObject(Json<'static>),
     MissingType,
@@ -108,7 +109,7 @@ const KNOWN_TYPES_CAP: usize = 64;
 /// Whether [`type_entry`] types `t` as [`EntryKind::Unknown`], asked of
 /// `type_entry` itself (the answer remembered for the first
 /// [`KNOWN_TYPES_CAP`] names).
-fn is_unknown_type(known: &mut Vec<(Box<str>, bool)>, t: &str) -> bool {
+fn is_unknown_type(known: &mut KnownTypes, t: &str) -> bool {
     if let Some((_, unknown)) = known.iter().find(|(k, _)| &**k == t) {
         return *unknown;
     }
@@ -148,7 +149,7 @@ const MESSAGE: usize = 9;
 
 /// The fields of one line from its tape; strings kept are copied into
 /// `bump`.
-fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, bool)>, need_sid: bool) -> Lean<'a> {
+fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut KnownTypes, need_sid: bool) -> Lean<'a> {
     if !root.is_object() {
         let shallow = match root.shallow() {
             Json::Str(_) => Json::Str(""),
@@ -216,8 +217,11 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut Vec<(Box<str>, 
     Lean::Entry { unknown, link, session_id, usage }
 }
 
+/// Type names and whether [`type_entry`] leaves them unknown.
+type KnownTypes = Vec<(Box<str>, bool)>;
+
 thread_local! {
-    static SCANNER: RefCell<(LineParser, Vec<(Box<str>, bool)>)> = RefCell::new((LineParser::new(), Vec::new()));
+    static SCANNER: RefCell<(LineParser, KnownTypes)> = RefCell::new((LineParser::new(), Vec::new()));
 }
 
 /// The lean read of `data` (the bytes of the file shown as `display`).
@@ -234,7 +238,7 @@ pub fn scan_bytes<'a>(bump: &'a Bump, data: &[u8], display: &str, opts: &ReadOpt
 
 fn scan_with<'a>(
     parser: &mut LineParser,
-    known: &mut Vec<(Box<str>, bool)>,
+    known: &mut KnownTypes,
     bump: &'a Bump,
     data: &[u8],
     display: &str,
@@ -251,17 +255,17 @@ fn scan_with<'a>(
         let need_sid = out.session_id.is_none();
         let got = parser.with_tape(line.bytes, |root| lean(bump, root, known, need_sid));
         let (link, session_id, usage) = match got {
-            Ok(Lean::NotAnObject(v)) => {
+            Some(Lean::NotAnObject(v)) => {
                 out.bad_lines += 1;
                 out.diagnostics.push(not_an_object(display, line.number, &v));
                 continue;
             }
-            Ok(Lean::MissingType) => {
+            Some(Lean::MissingType) => {
                 out.bad_lines += 1;
                 out.diagnostics.push(missing_type(display, line.number));
                 continue;
             }
-            Ok(Lean::Entry { unknown, link, session_id, usage }) => {
+            Some(Lean::Entry { unknown, link, session_id, usage }) => {
                 if let Some(t) = unknown {
                     out.diagnostics.push(unknown_type(display, line.number, &t));
                 }
@@ -269,7 +273,7 @@ fn scan_with<'a>(
             }
             // Refused by the tape parse: the full read says why (and reads
             // what it still can, a number out of range).
-            Err(()) => match full_line(parser, bump, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
+            None => match full_line(parser, bump, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
                 Some(e) => {
                     let link = e.env.uuid.map(|u| (u, e.env.parent_uuid, e.env.logical_parent_uuid));
                     (link, e.env.session_id, UsageLine::of_entry(&e))

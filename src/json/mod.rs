@@ -229,12 +229,12 @@ impl LineParser {
 
     /// Parse `line` into simd-json's tape only (in a scratch buffer of this
     /// parser: nothing in an arena, no tree) and hand its root to `f`.
-    /// `Err(())` when simd-json refuses the line: the same parse as the
+    /// `None` when simd-json refuses the line: the same parse as the
     /// first attempt of [`LineParser::parse`] and
     /// [`LineParser::parse_lenient`], so a line is accepted here exactly
     /// when `parse` accepts it (the caller reads a refused line with
     /// `parse_lenient` to learn why). Strings `f` keeps must be copied out.
-    pub fn with_tape<R>(&mut self, line: &[u8], f: impl for<'t> FnOnce(tape::TapeValue<'t, 't>) -> R) -> Result<R, ()> {
+    pub fn with_tape<R>(&mut self, line: &[u8], f: impl for<'t> FnOnce(tape::TapeValue<'t, 't>) -> R) -> Option<R> {
         let len = line.len();
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
@@ -246,8 +246,8 @@ impl LineParser {
         };
         let result = match simd_json::fill_tape_padded(&mut scratch, len, &mut self.buffers, &mut tape) {
             // An empty tape is refused too, as `parse` refuses it.
-            Ok(()) => tape::TapeValue::root(&tape.0).map(f).ok_or(()),
-            Err(_) => Err(()),
+            Ok(()) => tape::TapeValue::root(&tape.0).map(f),
+            Err(_) => None,
         };
         self.tape = Some(tape.reset());
         if len > SHRINK_AFTER {

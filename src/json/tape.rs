@@ -131,8 +131,8 @@ mod tests {
             assert!(root.get("n").unwrap().get("x").is_none());
         })
         .unwrap();
-        assert!(p.with_tape(b"{\"a\":", |_| ()).is_err());
-        assert!(p.with_tape(br#"{"n":1e400}"#, |_| ()).is_err());
+        assert!(p.with_tape(b"{\"a\":", |_| ()).is_none());
+        assert!(p.with_tape(br#"{"n":1e400}"#, |_| ()).is_none());
         assert_eq!(p.with_tape(b"[1]", |r| r.shallow().as_array().map(<[_]>::len)).unwrap(), Some(0));
     }
 }
