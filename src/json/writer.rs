@@ -17,11 +17,12 @@
 use crate::json::Json;
 use sha2::{Digest, Sha256};
 
-/// True when one of the 8 bytes of `w` needs escaping (`"`, backslash or a
-/// control character): the classic "has zero / has less" word tricks; exact
-/// as an existence test, so a clean word is skipped whole.
+/// The high bit of each of the 8 bytes of `w` that may need escaping (`"`,
+/// backslash or a control character), by the classic "has zero / has less"
+/// word tricks. A borrow can flag a byte above a flagged one, never below:
+/// the lowest flagged byte is exact, and a word without a flag is clean.
 #[inline]
-fn word_needs_escape(w: u64) -> bool {
+fn escape_mask(w: u64) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
     let control = w.wrapping_sub(LO * 0x20) & !w & HI;
@@ -29,10 +30,28 @@ fn word_needs_escape(w: u64) -> bool {
     let quote = q.wrapping_sub(LO) & !q & HI;
     let b = w ^ (LO * b'\\' as u64);
     let backslash = b.wrapping_sub(LO) & !b & HI;
-    (control | quote | backslash) != 0
+    control | quote | backslash
 }
 
-/// Append `s` as a JSON string literal (JSON.stringify escaping).
+/// The escape of byte `b`, if it needs one (`\u00xx` is written by the caller).
+#[inline]
+fn escape_of(b: u8) -> Option<&'static [u8]> {
+    Some(match b {
+        b'"' => b"\\\"",
+        b'\\' => b"\\\\",
+        b'\n' => b"\\n",
+        b'\r' => b"\\r",
+        b'\t' => b"\\t",
+        0x08 => b"\\b",
+        0x0c => b"\\f",
+        0..=0x1f => b"",
+        _ => return None,
+    })
+}
+
+/// Append `s` as a JSON string literal (JSON.stringify escaping). Clean
+/// runs are found 8 bytes at a time and copied whole; a word with a byte to
+/// escape jumps straight to that byte.
 pub fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.reserve(s.len() + 2);
@@ -40,46 +59,34 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        // Skip clean 8-byte words.
-        if let Some(chunk) = bytes.get(i..i + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(chunk);
-            if !word_needs_escape(u64::from_le_bytes(w)) {
-                i += 8;
-                continue;
-            }
-        }
-        let end = (i + 8).min(bytes.len());
-        while i < end {
-            let b = bytes[i];
-            let esc: &[u8] = match b {
-                b'"' => b"\\\"",
-                b'\\' => b"\\\\",
-                b'\n' => b"\\n",
-                b'\r' => b"\\r",
-                b'\t' => b"\\t",
-                0x08 => b"\\b",
-                0x0c => b"\\f",
-                0..=0x1f => {
-                    out.extend_from_slice(&bytes[start..i]);
-                    out.extend_from_slice(b"\\u00");
-                    out.push(HEX[(b >> 4) as usize]);
-                    out.push(HEX[(b & 0xf) as usize]);
-                    i += 1;
-                    start = i;
-                    continue;
-                }
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            };
-            out.extend_from_slice(&bytes[start..i]);
+    let escape = |out: &mut Vec<u8>, at: usize, start: &mut usize| {
+        let b = bytes[at];
+        let Some(esc) = escape_of(b) else { return };
+        out.extend_from_slice(&bytes[*start..at]);
+        if esc.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0xf) as usize]);
+        } else {
             out.extend_from_slice(esc);
-            i += 1;
-            start = i;
         }
+        *start = at + 1;
+    };
+    while let Some(chunk) = bytes.get(i..i + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(chunk);
+        let m = escape_mask(u64::from_le_bytes(w));
+        if m == 0 {
+            i += 8;
+            continue;
+        }
+        let at = i + (m.trailing_zeros() / 8) as usize;
+        escape(out, at, &mut start);
+        i = at + 1;
+    }
+    while i < bytes.len() {
+        escape(out, i, &mut start);
+        i += 1;
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');

@@ -23,6 +23,25 @@ pub struct SegmentCache {
 const CACHE_LIMIT: usize = 4096;
 
 impl SegmentCache {
+    /// Content hash (xxh3-128) of `v` and, cached under `key`, its bytes;
+    /// without a key the bytes are written into `scratch` (cleared first) and
+    /// not kept: a segment serialized once per session needs no allocation
+    /// of its own until the caller finds it new.
+    pub fn id_into(
+        &mut self,
+        key: Option<u128>,
+        v: &Json<'_>,
+        scratch: &mut Vec<u8>,
+    ) -> (u128, Option<std::sync::Arc<[u8]>>) {
+        if key.is_none() {
+            scratch.clear();
+            writer::write(scratch, v);
+            return (xxhash_rust::xxh3::xxh3_128(scratch), None);
+        }
+        let (id, bytes) = self.get(key, v);
+        (id, Some(bytes))
+    }
+
     /// Serialized bytes and content hash (xxh3-128) of `v`, cached under `key`.
     pub fn get(&mut self, key: Option<u128>, v: &Json<'_>) -> (u128, std::sync::Arc<[u8]>) {
         let Some(key) = key else {

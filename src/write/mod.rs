@@ -221,7 +221,9 @@ struct SessionOut {
     /// Batch lines, or recipe lines.
     lines: Vec<u8>,
     /// New segments (dedup), first occurrence order.
-    segments: Vec<(u128, std::sync::Arc<[u8]>)>,
+    segments: Vec<(u128, Segment)>,
+    /// The bytes of the [`Segment::Own`] segments, one after the other.
+    own: Vec<u8>,
     diagnostics: Vec<Diagnostic>,
     pipeline: Option<PipelineReport>,
     release: Option<String>,
@@ -230,10 +232,27 @@ struct SessionOut {
     approximated: bool,
 }
 
+/// A new segment's bytes: shared with the thread's [`SegmentCache`]
+/// (system blocks, tool lists), or a range of [`SessionOut::own`].
+enum Segment {
+    Shared(std::sync::Arc<[u8]>),
+    Own(std::ops::Range<usize>),
+}
+
 impl SessionOut {
     /// Bytes of output it holds.
     fn size(&self) -> usize {
-        self.lines.len() + self.segments.iter().map(|(_, b)| b.len()).sum::<usize>()
+        self.lines.len()
+            + self.own.len()
+            + self.segments.iter().map(|(_, s)| if let Segment::Shared(b) = s { b.len() } else { 0 }).sum::<usize>()
+    }
+
+    /// The bytes of `seg`.
+    fn bytes<'s>(&'s self, seg: &'s Segment) -> &'s [u8] {
+        match seg {
+            Segment::Shared(b) => b,
+            Segment::Own(r) => self.own.get(r.clone()).unwrap_or_default(),
+        }
     }
 }
 
@@ -406,8 +425,9 @@ fn write_dedup_into(
         disc,
         run,
         |s| {
-            for (id, bytes) in &s.segments {
+            for (id, seg) in &s.segments {
                 if seen.insert(*id) {
+                    let bytes = s.bytes(seg);
                     segs.write_all(&id.to_be_bytes())?;
                     let len = u32::try_from(bytes.len())
                         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "segment over 4 GiB"))?;
@@ -471,15 +491,24 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
     let mut attested =
         select(requests, turns).iter().map(|r| body::attested_header(&r.body, cache)).collect::<Vec<_>>().into_iter();
     let mut attested_seen: HashSet<u128> = HashSet::default();
+    let mut scratch = Vec::new();
     let mut seg = |v: &Json<'_>, key: Option<u128>, so: &mut SessionOut| -> (u128, usize) {
         let ptr = v as *const Json<'_> as usize;
         if let Some(&hit) = by_node.get(&ptr) {
             return hit;
         }
-        let (id, bytes) = cache.get(key, v);
-        let len = bytes.len();
+        let (id, shared) = cache.id_into(key, v, &mut scratch);
+        let len = shared.as_ref().map_or(scratch.len(), |b| b.len());
         if local.insert(id) {
-            so.segments.push((id, bytes));
+            let seg = match shared {
+                Some(bytes) => Segment::Shared(bytes),
+                None => {
+                    let start = so.own.len();
+                    so.own.extend_from_slice(&scratch);
+                    Segment::Own(start..so.own.len())
+                }
+            };
+            so.segments.push((id, seg));
         }
         by_node.insert(ptr, (id, len));
         (id, len)
@@ -529,7 +558,7 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         if let Some(block) = attested.next().flatten() {
             let id = xxhash_rust::xxh3::xxh3_128(&block);
             if attested_seen.insert(id) {
-                so.segments.push((id, block.into()));
+                so.segments.push((id, Segment::Shared(block.into())));
             }
             if let Some(first) = system.first_mut() {
                 *first = id;
@@ -553,12 +582,14 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
             out.push(b']');
         };
         out.extend_from_slice(b"{\"custom_id\":");
+        let id_start = out.len();
         writer::write_str(out, &req.custom_id);
+        let id_len = out.len() - id_start;
         out.extend_from_slice(b",\"head\":");
         writer::write_str(out, &String::from_utf8_lossy(&head));
         if keep > 0 {
             out.extend_from_slice(b",\"keep\":");
-            out.extend_from_slice(keep.to_string().as_bytes());
+            let _ = write!(out, "{keep}");
         }
         out.extend_from_slice(b",\"messages\":");
         hex_list(out, &msg_ids[keep..]);
@@ -580,9 +611,7 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         out.extend_from_slice(b"}\n");
         so.written += 1;
         // The batch line: {"custom_id":<id>,"params":<body>}\n
-        let mut id = Vec::new();
-        writer::write_str(&mut id, &req.custom_id);
-        so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id.len() + body_len) as u64;
+        so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id_len + body_len) as u64;
     }
 }
 
