@@ -68,7 +68,16 @@ pub(crate) fn build_request<'a>(
     let mut blocks: Vec<&'a Json<'a>> = Vec::with_capacity(system.nodes.len() + 1);
     let mut system_keys = Vec::with_capacity(system.keys.len() + 1);
     if let Some(header) = header {
-        blocks.push(bump.alloc(normalize::text_block(bump, bump.alloc_str(header))));
+        let block = match cx.last_header.get() {
+            Some((text, block)) if text == header => block,
+            _ => {
+                let text = bump.alloc_str(header);
+                let block: &'a Json<'a> = bump.alloc(normalize::text_block(bump, text));
+                cx.last_header.set(Some((text, block)));
+                block
+            }
+        };
+        blocks.push(block);
         system_keys.push(None);
     }
     blocks.extend_from_slice(system.nodes);
@@ -121,7 +130,14 @@ pub(crate) fn build_request<'a>(
         system_keys,
         tools: system.tools,
         tools_key: system.tools_key,
-        metadata: wire::metadata(bump, cx.identity, session_id, cx.plan.metadata),
+        metadata: match cx.last_metadata.get() {
+            Some((sid, m)) if sid == session_id => m,
+            _ => {
+                let m = wire::metadata(bump, cx.identity, session_id, cx.plan.metadata);
+                cx.last_metadata.set(Some((session_id, m)));
+                m
+            }
+        },
         params,
         stream: true,
         betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),

@@ -55,6 +55,10 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) per_process_at: Option<usize>,
     /// Which of the file's turns this chain builds.
     pub(crate) part: Part<'a>,
+    /// The last billing header block and metadata built, reused by the
+    /// next request when equal: one node per chain instead of per request.
+    pub(crate) last_header: std::cell::Cell<Option<(&'a str, &'a Json<'a>)>>,
+    pub(crate) last_metadata: std::cell::Cell<Option<(&'a str, Json<'a>)>>,
 }
 
 /// Which turns of a file one chain builds. 1.0.x writes a Task subagent's
@@ -272,6 +276,8 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 tool_results: false,
             }),
             per_process: extras.per_process.as_deref().map(|t| user_reminder(bump.alloc_str(t))),
+            last_header: std::cell::Cell::new(None),
+            last_metadata: std::cell::Cell::new(None),
             process_starts: process_first_prompts(entries),
             prompts_before: super::processes::prompts_before(entries),
             per_process_at: agent

@@ -134,6 +134,7 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
     let bump = cx.bump;
     let mut st = ChainState::default();
     let turns = cx.turns();
+    out.requests.reserve(turns.len());
     let mut jobs = compaction::jobs(cx, &turns);
     // A warmup whose reply was not written still was sent (agent.rs).
     if turns.is_empty()
