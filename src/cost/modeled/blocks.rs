@@ -618,9 +618,10 @@ mod tests {
     /// Every chain's arena, features and steps as pass 1 builds them
     /// request by request from the one before, against every request built
     /// whole: on every fixture and the sample corpus, in pipeline and in
-    /// auto mode (records where a session has them), and under the shared
-    /// corpora when present. `shared` must be used somewhere (a long chain
-    /// of the pipeline), or the test proves nothing.
+    /// auto mode (records where a session has them), and on the shared
+    /// corpora (`../shared/corpora`) when CTXASM_SHARED_ORACLE is set (slow
+    /// in a debug build). The incremental build must be used somewhere, or
+    /// the test proves nothing.
     #[test]
     fn incremental_blocks_equal_blocks_built_whole() {
         use crate::assemble::pipeline::Setup;
