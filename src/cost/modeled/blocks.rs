@@ -125,9 +125,28 @@ fn request_blocks(
     unseen: Option<&SimBlock>,
     out: &mut Vec<SimBlock>,
     feats: &mut Vec<BlockFeat>,
+    msg_start: &mut Vec<usize>,
 ) {
     out.clear();
     feats.clear();
+    msg_start.clear();
+    push_header(body, seg, unseen, out, feats);
+    for m in &body.messages {
+        msg_start.push(out.len());
+        seg.append(m, Segment::Message, out, feats);
+    }
+    apply_automatic(body, out);
+}
+
+/// Append the header of a request: the unseen block, or its tools and
+/// system.
+fn push_header(
+    body: &Body<'_>,
+    seg: &mut SegmentBlocks,
+    unseen: Option<&SimBlock>,
+    out: &mut Vec<SimBlock>,
+    feats: &mut Vec<BlockFeat>,
+) {
     match unseen {
         Some(u) => {
             out.push(u.clone());
@@ -144,18 +163,23 @@ fn request_blocks(
             }
         }
     }
-    for m in &body.messages {
-        seg.append(m, Segment::Message, out, feats);
-    }
-    apply_automatic(body, out);
+}
+
+/// A top-level `cache_control` param (automatic caching, see
+/// [`apply_automatic`]).
+fn has_automatic(body: &Body<'_>) -> bool {
+    body.params.iter().any(|(k, _)| *k == "cache_control")
+}
+
+/// A block that opens a user turn (what [`strip_old_thinking`] looks for).
+fn opens_turn(b: &SimBlock) -> bool {
+    matches!(b.place, Place::Message { role: Role::User, first: true }) && b.kind != BlockKind::ToolResult
 }
 
 /// Mark the thinking blocks before the last user turn that is not a tool
 /// result as dropped (see [`strips_old_thinking`]).
 fn strip_old_thinking(blocks: &mut [SimBlock], feats: &mut [BlockFeat]) {
-    let last_turn = blocks.iter().rposition(|b| {
-        matches!(b.place, Place::Message { role: Role::User, first: true }) && b.kind != BlockKind::ToolResult
-    });
+    let last_turn = blocks.iter().rposition(opens_turn);
     let Some(turn) = last_turn else { return };
     for (b, f) in blocks[..turn].iter_mut().zip(&mut feats[..turn]) {
         if f.thinking {
@@ -184,6 +208,7 @@ fn session_blocks<'a>(
     assembler: &Assembler,
     opts: &ModelOptions,
     keep_lines: bool,
+    whole: bool,
 ) -> SessionOut {
     let out = assemble_session(bump, session, assembler);
     let sin = session_in(session, out.by_pipeline, out.diagnostics, opts);
@@ -224,11 +249,11 @@ fn session_blocks<'a>(
         }
     }
     let mut seg = SegmentBlocks::default();
-    let mut scratch = (Vec::new(), Vec::new());
+    let mut scratch = ChainScratch::default();
     let mut chains = Vec::with_capacity(order.len());
     for agent in order {
         let unseen = sin.unseen_prompt.then(|| unseen_block(version, cwd, agent.is_some()));
-        let chain = chain_of(&out.requests, agent, unseen, &mut seg, &mut scratch, &usage_of, out.by_pipeline);
+        let chain = chain_of(&out.requests, agent, unseen, &mut seg, &mut scratch, &usage_of, out.by_pipeline, whole);
         chains.push(chain);
     }
     drop(by_message);
@@ -294,24 +319,175 @@ fn unseen_block(version: &str, cwd: &str, agent: bool) -> SimBlock {
     }
 }
 
+/// The last request of a chain as pass 1 built it, and what building the
+/// next one from it needs: a request that shares its first messages with
+/// this one (`Body::shared`) and the same header is built from the blocks
+/// after them, so a chain of n requests costs n, not n².
+#[derive(Default)]
+struct ChainCur {
+    /// The request's blocks as sent (thinking dropped, automatic mark).
+    blocks: Vec<SimBlock>,
+    feats: Vec<BlockFeat>,
+    /// The features before thinking was dropped.
+    raw_feats: Vec<BlockFeat>,
+    /// Blocks of the header (the unseen block, or the tools and system).
+    header: usize,
+    /// Position of each message's first block.
+    msg_start: Vec<usize>,
+    /// Positions of the blocks that open a user turn, of those with
+    /// `cache_control`.
+    turns: Vec<usize>,
+    marked: Vec<usize>,
+    /// The thinking before the last turn was dropped.
+    strip: bool,
+    /// The blocks can be built on: no automatic mark was applied.
+    reusable: bool,
+}
+
+/// Requests [`ChainCur::extend`] built (what the oracle test checks it saw).
+#[cfg(test)]
+static EXTENDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Scratch of [`chain_of`], reused across chains.
+#[derive(Default)]
+struct ChainScratch {
+    blocks: Vec<SimBlock>,
+    feats: Vec<BlockFeat>,
+    msg_start: Vec<usize>,
+    tail: Vec<SimBlock>,
+}
+
+impl ChainCur {
+    /// The request of `body` built whole (what every request was before
+    /// the incremental build, and its oracle): the blocks it keeps from
+    /// the one before.
+    fn rebuild(
+        &mut self,
+        body: &Body<'_>,
+        seg: &mut SegmentBlocks,
+        unseen: Option<&SimBlock>,
+        strip: bool,
+        scratch: &mut ChainScratch,
+    ) -> usize {
+        let (blocks, feats) = (&mut scratch.blocks, &mut scratch.feats);
+        request_blocks(body, seg, unseen, blocks, feats, &mut scratch.msg_start);
+        self.raw_feats.clear();
+        self.raw_feats.extend_from_slice(feats);
+        if strip {
+            strip_old_thinking(blocks, feats);
+        }
+        let keep = crate::cost::sim::common_prefix(&self.blocks, blocks);
+        std::mem::swap(&mut self.blocks, blocks);
+        std::mem::swap(&mut self.feats, feats);
+        std::mem::swap(&mut self.msg_start, &mut scratch.msg_start);
+        self.header = self.msg_start.first().copied().unwrap_or(self.blocks.len());
+        self.turns.clear();
+        self.turns.extend(self.blocks.iter().enumerate().filter(|(_, b)| opens_turn(b)).map(|(i, _)| i));
+        self.marked.clear();
+        self.marked.extend(self.blocks.iter().enumerate().filter(|(_, b)| b.ttl.is_some()).map(|(i, _)| i));
+        self.strip = strip;
+        self.reusable = !has_automatic(body);
+        keep
+    }
+
+    /// The request of `body`, whose first `shared` messages are those of
+    /// the request before, built from the blocks after them; `None` (and
+    /// nothing changed) when it cannot be: then [`rebuild`](Self::rebuild).
+    /// The same blocks, features and `keep` as `rebuild`.
+    fn extend(
+        &mut self,
+        body: &Body<'_>,
+        shared: usize,
+        seg: &mut SegmentBlocks,
+        unseen: Option<&SimBlock>,
+        strip: bool,
+        scratch: &mut ChainScratch,
+    ) -> Option<usize> {
+        if !self.reusable || has_automatic(body) || strip != self.strip || shared == 0 || shared > self.msg_start.len()
+        {
+            return None;
+        }
+        // The same header, block for block.
+        let (hb, hf) = (&mut scratch.blocks, &mut scratch.feats);
+        hb.clear();
+        hf.clear();
+        push_header(body, seg, unseen, hb, hf);
+        if hb.len() != self.header || hb[..] != self.blocks[..self.header] || hf[..] != self.raw_feats[..self.header] {
+            return None;
+        }
+        // Blocks before `d` are those of the request before, but for the
+        // thinking dropped.
+        let d = self.msg_start.get(shared).copied().unwrap_or(self.blocks.len());
+        let before_turn = if strip { self.turns.last().copied().unwrap_or(0) } else { 0 };
+        scratch.tail.clear();
+        scratch.tail.extend(self.blocks.drain(d..));
+        self.feats.truncate(d);
+        self.raw_feats.truncate(d);
+        self.msg_start.truncate(shared);
+        while self.turns.last().is_some_and(|&t| t >= d) {
+            self.turns.pop();
+        }
+        while self.marked.last().is_some_and(|&t| t >= d) {
+            self.marked.pop();
+        }
+        for m in body.messages.iter_from(shared) {
+            self.msg_start.push(self.blocks.len());
+            seg.append(m, Segment::Message, &mut self.blocks, &mut self.raw_feats);
+        }
+        self.feats.extend_from_slice(&self.raw_feats[d..]);
+        for (i, b) in self.blocks.iter().enumerate().skip(d) {
+            if opens_turn(b) {
+                self.turns.push(i);
+            }
+            if b.ttl.is_some() {
+                self.marked.push(i);
+            }
+        }
+        // Dropped thinking: before the request before's last turn then,
+        // before this one's now.
+        let mut first_change = None;
+        if strip {
+            let was = before_turn.min(d);
+            let now = self.turns.last().copied().unwrap_or(0);
+            for i in was.min(now)..was.max(now) {
+                if !self.raw_feats[i].thinking {
+                    continue;
+                }
+                self.blocks[i].hash ^= STRIPPED;
+                self.feats[i] =
+                    if now > was { BlockFeat { thinking: true, ..BlockFeat::default() } } else { self.raw_feats[i] };
+                if i < d && first_change.is_none() {
+                    first_change = Some(i);
+                }
+            }
+        }
+        #[cfg(test)]
+        EXTENDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(first_change.unwrap_or_else(|| d + crate::cost::sim::common_prefix(&scratch.tail, &self.blocks[d..])))
+    }
+}
+
 /// One chain (the requests of `agent`, `None` for the main conversation)
-/// stored once; `scratch` is reused across chains.
+/// stored once; `scratch` is reused across chains. Each request is built
+/// from the one before where it shares its first messages with it
+/// ([`ChainCur::extend`]); with `whole`, every request is built whole.
+#[allow(clippy::too_many_arguments)]
 fn chain_of(
     requests: &[Request<'_>],
     agent: Option<&str>,
     unseen_block: Option<SimBlock>,
     seg: &mut SegmentBlocks,
-    scratch: &mut (Vec<SimBlock>, Vec<BlockFeat>),
+    scratch: &mut ChainScratch,
     usage_of: &dyn Fn(&Request<'_>) -> Option<TokenCounts>,
     by_pipeline: bool,
+    whole: bool,
 ) -> ChainIn {
-    let (blocks, feats) = scratch;
     let mut chain = ChainIn::default();
-    let mut prev: Vec<SimBlock> = Vec::new();
+    let mut cur = ChainCur::default();
     let mut last_ms = 0u64;
     let mut models: Vec<Arc<str>> = Vec::new();
-    for r in requests.iter().filter(|r| r.agent_id == agent) {
-        request_blocks(&r.body, seg, unseen_block.as_ref(), blocks, feats);
+    let mut prev_index = None;
+    for (index, r) in requests.iter().enumerate().filter(|(_, r)| r.agent_id == agent) {
         let name = r.body.model.as_str().unwrap_or("");
         let model = match models.iter().find(|m| &***m == name) {
             Some(m) => m.clone(),
@@ -320,20 +496,27 @@ fn chain_of(
                 models[models.len() - 1].clone()
             }
         };
-        if strips_old_thinking(&model) {
-            strip_old_thinking(blocks, feats);
-        }
-        let keep = crate::cost::sim::common_prefix(&prev, blocks);
+        let strip = strips_old_thinking(&model);
+        // `shared` counts the messages of the request just before in the
+        // session's list: this chain's only when it is the chain's last.
+        let follows = !whole && prev_index.is_some_and(|p| p + 1 == index);
+        prev_index = Some(index);
+        let shared = if follows { r.body.shared } else { 0 };
+        let keep = match cur.extend(&r.body, shared, seg, unseen_block.as_ref(), strip, scratch) {
+            Some(keep) => keep,
+            None => cur.rebuild(&r.body, seg, unseen_block.as_ref(), strip, scratch),
+        };
+        let blocks = &cur.blocks;
         let start = chain.arena.len();
         chain.arena.extend_from_slice(&blocks[keep..]);
-        chain.feats.extend_from_slice(&feats[keep..]);
+        chain.feats.extend_from_slice(&cur.feats[keep..]);
         if chain.unseen.is_none() && unseen_block.is_some() && keep == 0 {
             chain.unseen = Some(start);
         }
-        let breakpoints = blocks
+        let breakpoints = cur
+            .marked
             .iter()
-            .enumerate()
-            .filter_map(|(i, b)| b.ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
+            .filter_map(|&i| blocks[i].ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
             .collect();
         let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
         last_ms = at_ms;
@@ -345,7 +528,6 @@ fn chain_of(
             step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
             len: blocks.len(),
         });
-        std::mem::swap(&mut prev, blocks);
     }
     // A pipeline chain whose usage shows 1-hour writes was sent with
     // `ttl: "1h"` (the transcript does not hold the request).
@@ -376,6 +558,19 @@ pub(super) fn read_corpus(
     assembler: &Assembler,
     opts: &ModelOptions,
     keep_lines: bool,
+) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
+    read_corpus_with(disc, run, assembler, opts, keep_lines, false)
+}
+
+/// [`read_corpus`]; with `whole`, every request's blocks built whole (the
+/// oracle of the incremental build).
+fn read_corpus_with(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    assembler: &Assembler,
+    opts: &ModelOptions,
+    keep_lines: bool,
+    whole: bool,
 ) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
     let mut diagnostics = disc.diagnostics.clone();
     let mut sessions: Vec<SessionIn> = Vec::new();
@@ -409,7 +604,7 @@ pub(super) fn read_corpus(
         run,
         |_| 0,
         Err,
-        |bump, s| Ok(session_blocks(bump, disc, s, assembler, opts, keep_lines)),
+        |bump, s| Ok(session_blocks(bump, disc, s, assembler, opts, keep_lines, whole)),
         sink,
     );
     (sessions, chains, diagnostics, recorded, full_lines)
@@ -419,6 +614,62 @@ pub(super) fn read_corpus(
 mod tests {
     use super::*;
     use crate::cost::modeled::test_util::*;
+
+    /// Every chain's arena, features and steps as pass 1 builds them
+    /// request by request from the one before, against every request built
+    /// whole: on every fixture and the sample corpus, in pipeline and in
+    /// auto mode (records where a session has them), and on the shared
+    /// corpora (`../shared/corpora`) when CTXASM_SHARED_ORACLE is set (slow
+    /// in a debug build). The incremental build must be used somewhere, or
+    /// the test proves nothing.
+    #[test]
+    fn incremental_blocks_equal_blocks_built_whole() {
+        use crate::assemble::pipeline::Setup;
+        use crate::assemble::{Assembler, Mode};
+        use crate::input::discover::discover;
+        use std::path::{Path, PathBuf};
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("tests/fixtures"))
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        dirs.push(root.join("corpora"));
+        let shared_corpora = root.join("../shared/corpora");
+        if shared_corpora.is_dir() && std::env::var_os("CTXASM_SHARED_ORACLE").is_some() {
+            dirs.push(shared_corpora);
+        }
+        let extended_before = EXTENDED.load(std::sync::atomic::Ordering::Relaxed);
+        for mode in [Mode::Pipeline, Mode::Auto] {
+            let prep = Setup::load("cc-2.1.328", None, Default::default()).unwrap();
+            let assembler = Assembler { mode, pipeline: Some(prep), ..Assembler::default() };
+            for opts in [ModelOptions::default(), ModelOptions { prompt_known: true, ..ModelOptions::default() }] {
+                for dir in &dirs {
+                    let disc = discover(std::slice::from_ref(dir));
+                    let run = RunOptions::default();
+                    let (_, inc, ..) = read_corpus_with(&disc, &run, &assembler, &opts, false, false);
+                    let (_, whole, ..) = read_corpus_with(&disc, &run, &assembler, &opts, false, true);
+                    assert_eq!(inc.len(), whole.len(), "{}", dir.display());
+                    for (a, b) in inc.iter().zip(&whole) {
+                        let at = format!("{} {mode:?}: session {}", dir.display(), a.session);
+                        assert_eq!(a.session, b.session, "{at}");
+                        assert_eq!(a.unseen, b.unseen, "{at}");
+                        assert_eq!(a.arena, b.arena, "{at}");
+                        assert_eq!(a.feats, b.feats, "{at}");
+                        assert_eq!(a.reqs.len(), b.reqs.len(), "{at}");
+                        for (x, y) in a.reqs.iter().zip(&b.reqs) {
+                            assert_eq!(x.custom_id, y.custom_id, "{at}");
+                            assert_eq!((x.at_ms, &x.model, x.recorded, x.len), (y.at_ms, &y.model, y.recorded, y.len));
+                            assert_eq!(x.step, y.step, "{at} {}", x.custom_id);
+                        }
+                    }
+                }
+            }
+        }
+        let extended = EXTENDED.load(std::sync::atomic::Ordering::Relaxed) - extended_before;
+        assert!(extended > 100, "{extended}");
+    }
 
     #[test]
     fn thinking_before_the_last_user_turn_is_dropped_on_older_models() {

@@ -9,7 +9,7 @@ use super::blocks::{ChainIn, SessionIn};
 use super::options::{Account, ModelOptions, WarmPrefix, WhatIf};
 use super::what_if::apply_what_if;
 use crate::cost::pricing::Pricing;
-use crate::cost::sim::{CacheSim, Estimator, Place, SimRequest};
+use crate::cost::sim::{CacheSim, ChainStep, Estimator, Place, PrefixKeys, SimRequest, SimResult, Ttl};
 use crate::cost::tokens::TokenCounts;
 
 /// One request's predicted usage.
@@ -21,6 +21,13 @@ pub(super) struct Predicted {
 }
 
 /// Replay every request in time order; `what_if` changes each request.
+///
+/// A request keeps the first blocks of the one before it in its chain
+/// (`ChainStep::keep`): its path, token sums and the simulator's prefix
+/// keys are kept per chain and extended by the added blocks only, so a
+/// chain of n requests costs n, not n², unless the what-if rewrites the
+/// blocks themselves (then each request is built whole, as the same
+/// numbers).
 pub(super) fn replay(
     sessions: &[SessionIn],
     chains: &[ChainIn],
@@ -32,53 +39,78 @@ pub(super) fn replay(
 ) -> Vec<Vec<Predicted>> {
     let mut sim = CacheSim::new(opts.sim.clone());
     let mut out: Vec<Vec<Predicted>> = chains.iter().map(|c| vec![Predicted::default(); c.reqs.len()]).collect();
-    let mut cur: Vec<Vec<u32>> = vec![Vec::new(); chains.len()];
+    let incremental = matches!(what_if, None | Some(WhatIf::NoCrossSessionCache | WhatIf::Model(_) | WhatIf::Ttl(_)));
+    let mut cursors: Vec<Cursor> = std::iter::repeat_with(Cursor::default).take(chains.len()).collect();
     let mut req = SimRequest::default();
     let no_cross = matches!(what_if, Some(WhatIf::NoCrossSessionCache));
     for &(_, ci, ri) in order {
         let (ci, ri) = (ci as usize, ri as usize);
         let chain = &chains[ci];
         let r = &chain.reqs[ri];
-        let path = &mut cur[ci];
-        path.truncate(r.step.keep);
-        path.extend(r.step.added.clone().map(|i| i as u32));
-        req.blocks.clear();
-        req.blocks.extend(path.iter().map(|&i| {
-            let mut b = chain.arena[i as usize].clone();
-            b.ttl = None;
-            b
-        }));
-        for &(p, t) in &r.step.breakpoints {
-            if let Some(b) = req.blocks.get_mut(p as usize) {
-                b.ttl = Some(t);
-            }
-        }
         let s = &sessions[chain.session];
-        req.scope = match (no_cross, opts.account) {
+        let scope = match (no_cross, opts.account) {
             (true, _) | (_, Account::Session) => s.scope_session,
             (_, Account::Project) => s.scope_project,
             (_, Account::Root) => s.scope_root,
         };
-        req.at_ms = r.at_ms;
-        req.model.clear();
-        req.model.push_str(&r.model);
-        if let Some(w) = what_if {
-            apply_what_if(w, &mut req, est, opts.sim.max_breakpoints);
-        }
         let warm = match opts.warm_prefix {
             WarmPrefix::Recorded => r.recorded.is_some_and(|t| t.cache_read > 0),
             WarmPrefix::Always => true,
             WarmPrefix::Never => false,
+        } && !no_cross
+            && ri == 0;
+        let cursor = &mut cursors[ci];
+        let res = if incremental {
+            let model = match what_if {
+                Some(WhatIf::Model(m)) => m.as_str(),
+                _ => &*r.model,
+            };
+            let ttl = match what_if {
+                Some(WhatIf::Ttl(t)) => Some(*t),
+                _ => None,
+            };
+            cursor.advance(chain, &r.step);
+            if warm {
+                cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
+            }
+            let res = cursor.step(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, opts.sim.max_breakpoints);
+            req.model.clear();
+            req.model.push_str(model);
+            res
+        } else {
+            let path = &mut cursor.path;
+            path.truncate(r.step.keep);
+            path.extend(r.step.added.clone().map(|i| i as u32));
+            req.blocks.clear();
+            req.blocks.extend(path.iter().map(|&i| {
+                let mut b = chain.arena[i as usize].clone();
+                b.ttl = None;
+                b
+            }));
+            for &(p, t) in &r.step.breakpoints {
+                if let Some(b) = req.blocks.get_mut(p as usize) {
+                    b.ttl = Some(t);
+                }
+            }
+            req.scope = scope;
+            req.at_ms = r.at_ms;
+            req.model.clear();
+            req.model.push_str(&r.model);
+            if let Some(w) = what_if {
+                apply_what_if(w, &mut req, est, opts.sim.max_breakpoints);
+            }
+            if warm
+                && let Some(b) =
+                    req.blocks.iter().position(|b| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
+            {
+                sim.warm(&req, b);
+            }
+            sim.step(&req)
         };
-        if warm
-            && !no_cross
-            && ri == 0
-            && let Some(b) =
-                req.blocks.iter().position(|b| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
-        {
-            sim.warm(&req, b);
+        if ri + 1 == chain.reqs.len() {
+            // The chain's last request: its state is not needed again.
+            *cursor = Cursor::default();
         }
-        let res = sim.step(&req);
         let tokens = TokenCounts {
             input: res.input,
             cache_write_5m: res.cache_write_5m,
@@ -90,6 +122,113 @@ pub(super) fn replay(
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
     }
     out
+}
+
+/// Where a chain's replay stands: the arena indices of its last request's
+/// blocks, the cumulative tokens through each and the simulator's keys of
+/// its first blocks.
+#[derive(Debug, Default)]
+struct Cursor {
+    path: Vec<u32>,
+    sums: Vec<u64>,
+    keys: PrefixKeys,
+}
+
+impl Cursor {
+    /// To the request of `step`: the kept blocks and the added ones.
+    fn advance(&mut self, chain: &ChainIn, step: &ChainStep) {
+        self.path.truncate(step.keep);
+        self.sums.truncate(step.keep);
+        self.keys.truncate(step.keep);
+        let mut sum = self.sums.last().copied().unwrap_or(0);
+        for i in step.added.clone() {
+            self.path.push(i as u32);
+            sum += u64::from(chain.arena[i].tokens);
+            self.sums.push(sum);
+        }
+    }
+
+    /// The request's breakpoints (position, TTL; `ttl` for every one when
+    /// given), as the whole request built would have them.
+    fn breakpoints(&self, step: &ChainStep, ttl: Option<Ttl>) -> smallvec::SmallVec<[(usize, Ttl); 8]> {
+        let mut bps: smallvec::SmallVec<[(usize, Ttl); 8]> = step
+            .breakpoints
+            .iter()
+            .filter(|&&(p, _)| (p as usize) < self.path.len())
+            .map(|&(p, t)| (p as usize, ttl.unwrap_or(t)))
+            .collect();
+        // In block order, the last TTL given at a position winning.
+        bps.sort_by_key(|b| b.0);
+        let mut k = 0;
+        while k + 1 < bps.len() {
+            if bps[k].0 == bps[k + 1].0 {
+                bps.remove(k);
+            } else {
+                k += 1;
+            }
+        }
+        bps
+    }
+
+    /// The simulator's result for the request the cursor is at.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        sim: &mut CacheSim,
+        chain: &ChainIn,
+        step: &ChainStep,
+        ttl: Option<Ttl>,
+        at_ms: u64,
+        model: &str,
+        scope: u64,
+        max_bps: usize,
+    ) -> SimResult {
+        let bps = self.breakpoints(step, ttl);
+        self.keys.reset(model, scope);
+        if let Some(&(last, _)) = bps.last()
+            && bps.len() <= max_bps
+            && self.keys.len() <= last
+        {
+            let from = self.keys.len();
+            self.keys.extend(self.path[from..=last].iter().map(|&i| &chain.arena[i as usize]));
+        }
+        let total = self.sums.last().copied().unwrap_or(0);
+        sim.step_keys(at_ms, model, &bps, total, &self.keys)
+    }
+
+    /// [`CacheSim::warm`] of the request's prefix through its first tool or
+    /// system breakpoint (the first request of a chain only: built whole).
+    #[allow(clippy::too_many_arguments)]
+    fn warm(
+        &self,
+        sim: &mut CacheSim,
+        chain: &ChainIn,
+        step: &ChainStep,
+        ttl: Option<Ttl>,
+        at_ms: u64,
+        model: &str,
+        scope: u64,
+        req: &mut SimRequest,
+    ) {
+        let bps = self.breakpoints(step, ttl);
+        let Some(&(b, t)) =
+            bps.iter().find(|&&(p, _)| matches!(chain.arena[self.path[p] as usize].place, Place::Tool | Place::System))
+        else {
+            return;
+        };
+        req.blocks.clear();
+        req.blocks.extend(self.path[..=b].iter().map(|&i| {
+            let mut blk = chain.arena[i as usize].clone();
+            blk.ttl = None;
+            blk
+        }));
+        req.blocks[b].ttl = Some(t);
+        req.model.clear();
+        req.model.push_str(model);
+        req.scope = scope;
+        req.at_ms = at_ms;
+        sim.warm(req, b);
+    }
 }
 
 /// Every request of the corpus as (time, chain, request), in time order.

@@ -140,7 +140,7 @@ pub struct CacheSim {
     totals: SimTotals,
     last_ms: u64,
     purge_at: usize,
-    prefix: Vec<(u128, u64)>,
+    prefix: PrefixKeys,
 }
 
 /// The cumulative key after `block`: the prefix key, where the block sits,
@@ -152,6 +152,53 @@ fn chain(prev: u128, block: &SimBlock) -> u128 {
     buf[16] = block.place.tag();
     buf[17..].copy_from_slice(&block.hash.to_le_bytes());
     xxh3_128(&buf)
+}
+
+/// The cumulative keys of a request's blocks from its start, with the
+/// token sum through each: what a breakpoint's lookback looks up. Built for
+/// one (model, scope) (caches are per model and organization, facts §1.5,
+/// §1.7); [`truncate`](Self::truncate) and [`extend`](Self::extend) keep
+/// them across requests that share their first blocks.
+#[derive(Debug, Default, Clone)]
+pub struct PrefixKeys {
+    seed: u128,
+    keys: Vec<(u128, u64)>,
+}
+
+impl PrefixKeys {
+    /// Keys for requests of `model` in `scope`: kept when they are the
+    /// ones the keys were built for, else cleared.
+    pub fn reset(&mut self, model: &str, scope: u64) {
+        let seed = xxh3_128_with_seed(model.as_bytes(), scope);
+        if seed != self.seed {
+            self.seed = seed;
+            self.keys.clear();
+        }
+    }
+
+    /// Blocks keyed so far.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Keep the keys of the first `n` blocks.
+    pub fn truncate(&mut self, n: usize) {
+        self.keys.truncate(n);
+    }
+
+    /// Key the blocks that follow those keyed.
+    pub fn extend<'b>(&mut self, blocks: impl IntoIterator<Item = &'b SimBlock>) {
+        let (mut key, mut sum) = self.keys.last().copied().unwrap_or((self.seed, 0));
+        for b in blocks {
+            key = chain(key, b);
+            sum += u64::from(b.tokens);
+            self.keys.push((key, sum));
+        }
+    }
 }
 
 impl CacheSim {
@@ -206,17 +253,44 @@ impl CacheSim {
 
     /// Simulate one request, in time order after the previous ones.
     pub fn step(&mut self, req: &SimRequest) -> SimResult {
+        let total: u64 = req.blocks.iter().map(|b| u64::from(b.tokens)).sum();
+        let bps: smallvec::SmallVec<[(usize, Ttl); 8]> =
+            req.blocks.iter().enumerate().filter_map(|(i, b)| b.ttl.map(|t| (i, t))).collect();
+        let mut prefix = std::mem::take(&mut self.prefix);
+        prefix.reset(&req.model, req.scope);
+        prefix.truncate(0);
+        if let Some(&(last, _)) = bps.last()
+            && bps.len() <= self.config.max_breakpoints
+        {
+            prefix.extend(&req.blocks[..=last]);
+        }
+        let res = self.step_keys(req.at_ms, &req.model, &bps, total, &prefix);
+        self.prefix = prefix;
+        res
+    }
+
+    /// [`step`](Self::step) of a request given by its breakpoints (position,
+    /// TTL, in order), its total tokens and the cumulative keys of its
+    /// blocks at least through the last breakpoint (built with the
+    /// request's model and scope): a caller walking requests that share
+    /// their prefixes keeps `keys` across them and extends only the new
+    /// blocks. The same result as `step` on the whole request.
+    pub fn step_keys(
+        &mut self,
+        at_ms: u64,
+        model: &str,
+        bps: &[(usize, Ttl)],
+        total: u64,
+        keys: &PrefixKeys,
+    ) -> SimResult {
         let mut res = SimResult::default();
-        let now = req.at_ms;
+        let now = at_ms;
         self.totals.requests += 1;
         if now < self.last_ms {
             res.flags.out_of_order = true;
             self.totals.out_of_order += 1;
         }
         self.last_ms = self.last_ms.max(now);
-        let total: u64 = req.blocks.iter().map(|b| u64::from(b.tokens)).sum();
-        let bps: smallvec::SmallVec<[(usize, Ttl); 8]> =
-            req.blocks.iter().enumerate().filter_map(|(i, b)| b.ttl.map(|t| (i, t))).collect();
         // facts §1.2: more than 4 breakpoints is a 400; nothing is billed.
         if bps.len() > self.config.max_breakpoints {
             res.flags.too_many_breakpoints = true;
@@ -228,31 +302,24 @@ impl CacheSim {
             res.flags.ttl_order_violation = true;
             self.totals.ttl_order_violations += 1;
         }
-        let (min, known) = self.min_for(&req.model);
+        let (min, known) = self.min_for(model);
         if !known {
             res.flags.unknown_model = true;
             self.totals.unknown_model += 1;
         }
-        let Some(&(last, _)) = bps.last() else {
+        if bps.is_empty() {
             // No breakpoint: nothing is read or written (facts §1.1).
             res.input = total;
             self.totals.input += total;
             return res;
-        };
+        }
         // Cumulative keys and token sums through the last breakpoint; the
         // key starts from (scope, model): caches are per model and never
         // shared across organizations (facts §1.5, §1.7).
-        self.prefix.clear();
-        let mut key = xxh3_128_with_seed(req.model.as_bytes(), req.scope);
-        let mut sum = 0u64;
-        for b in &req.blocks[..=last] {
-            key = chain(key, b);
-            sum += u64::from(b.tokens);
-            self.prefix.push((key, sum));
-        }
-        let hit = self.look_back(&bps, now, &mut res);
-        let read = hit.map_or(0, |j| self.prefix[j].1);
-        let upto = self.write_entries(&mut res, hit, read, min, now);
+        let prefix = &keys.keys;
+        let hit = self.look_back(prefix, bps, now, &mut res);
+        let read = hit.map_or(0, |j| prefix[j].1);
+        let upto = self.write_entries(prefix, &mut res, hit, read, min, now);
         res.cache_read = read;
         res.input = total.saturating_sub(upto);
         self.totals.cache_read += res.cache_read;
@@ -263,18 +330,24 @@ impl CacheSim {
         res
     }
 
-    /// Each breakpoint's lookback for a live entry (in `self.prefix`), each
+    /// Each breakpoint's lookback for a live entry (in `prefix`), each
     /// hit refreshed; the furthest hit.
-    fn look_back(&mut self, bps: &[(usize, Ttl)], now: u64, res: &mut SimResult) -> Option<usize> {
+    fn look_back(
+        &mut self,
+        prefix: &[(u128, u64)],
+        bps: &[(usize, Ttl)],
+        now: u64,
+        res: &mut SimResult,
+    ) -> Option<usize> {
         // facts §1.2: each breakpoint checks itself and walks back, at most
         // 20 positions, for an entry an earlier request wrote; a hit
         // refreshes the entry (facts §1.4 "Every read refreshes it").
         let mut hit: Option<usize> = None;
         for &(b, ttl) in bps {
             let lo = (b + 1).saturating_sub(self.config.lookback.max(1));
-            let found = (lo..=b).rev().find(|&j| self.entries.get(&self.prefix[j].0).is_some_and(|e| e.live(now)));
+            let found = (lo..=b).rev().find(|&j| self.entries.get(&prefix[j].0).is_some_and(|e| e.live(now)));
             if let Some(j) = found
-                && let Some(e) = self.entries.get_mut(&self.prefix[j].0)
+                && let Some(e) = self.entries.get_mut(&prefix[j].0)
             {
                 e.expires_ms = e.expires_ms.max(now + e.ttl.millis());
                 hit = hit.max(Some(j));
@@ -283,7 +356,7 @@ impl CacheSim {
             res.per_breakpoint.push(BreakpointOutcome {
                 block: b,
                 ttl,
-                prefix_tokens: self.prefix[b].1,
+                prefix_tokens: prefix[b].1,
                 hit: found,
                 written: 0,
                 below_minimum: false,
@@ -294,7 +367,15 @@ impl CacheSim {
 
     /// The writes of the breakpoints after the read (`read` tokens through
     /// block `hit`), each a new entry; how far the read and the writes reach.
-    fn write_entries(&mut self, res: &mut SimResult, hit: Option<usize>, read: u64, min: u32, now: u64) -> u64 {
+    fn write_entries(
+        &mut self,
+        prefix: &[(u128, u64)],
+        res: &mut SimResult,
+        hit: Option<usize>,
+        read: u64,
+        min: u32,
+        now: u64,
+    ) -> u64 {
         // facts §1.4 billing positions: reads through the highest hit; each
         // later breakpoint writes from the previous write at its own TTL
         // (1h writes B−A, 5m writes C−B when the order is right), if its
@@ -317,7 +398,7 @@ impl CacheSim {
             }
             let entry =
                 Entry { ttl: out.ttl, ready_ms: now + self.config.ready_delay_ms, expires_ms: now + out.ttl.millis() };
-            self.entries.insert(self.prefix[out.block].0, entry);
+            self.entries.insert(prefix[out.block].0, entry);
             self.totals.writes += 1;
         }
         upto

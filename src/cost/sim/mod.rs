@@ -41,7 +41,7 @@ pub use blocks::{
     BlockBuilder, BlockFeat, BlockKind, N_KINDS, Place, Role, SimBlock, SimRequest, Ttl, apply_automatic, block_hash,
     blocks_of, blocks_with_features,
 };
-pub use cache::{BreakpointOutcome, CacheSim, SimConfig, SimFlags, SimResult, SimTotals};
+pub use cache::{BreakpointOutcome, CacheSim, PrefixKeys, SimConfig, SimFlags, SimResult, SimTotals};
 pub use estimate::{Estimator, IMAGE_TOKENS_UNKNOWN, image_block_tokens, image_dims, image_tokens, kind_features};
 pub use pin::{ChainStep, PinReport, common_prefix, exact_from_usage, pin_chain};
 

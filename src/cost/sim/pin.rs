@@ -69,25 +69,50 @@ pub struct ChainStep {
 /// [`exact_from_usage`] over a chain stored as an arena and its steps: a
 /// block shared by several requests is one arena entry, so a count pinned
 /// by a later request holds in the earlier ones too.
+///
+/// The pinned tokens of the current request and its blocks still open are
+/// kept from one request to the next (a block leaves the request only when
+/// a later one drops it, and is pinned only by a spread), so a chain of n
+/// requests costs n, not n².
 pub fn pin_chain(arena: &mut [SimBlock], steps: &[ChainStep], totals: &[Option<u64>]) -> PinReport {
     let mut report = PinReport::default();
     let mut cur: Vec<usize> = Vec::new();
+    // Positions in `cur` of the blocks not pinned, in order, and the
+    // pinned tokens of `cur`.
+    let mut open_at: Vec<usize> = Vec::new();
+    let mut known: u64 = 0;
     let mut open: Vec<usize> = Vec::new();
     for (i, step) in steps.iter().enumerate() {
-        cur.truncate(step.keep);
-        cur.extend(step.added.clone());
+        let keep = step.keep.min(cur.len());
+        for b in cur[keep..].iter().filter_map(|&p| arena.get(p)) {
+            if b.pinned {
+                known -= u64::from(b.tokens);
+            }
+        }
+        cur.truncate(keep);
+        while open_at.last().is_some_and(|&q| q >= keep) {
+            open_at.pop();
+        }
+        for p in step.added.clone() {
+            match arena.get(p) {
+                Some(b) if b.pinned => known += u64::from(b.tokens),
+                Some(_) => open_at.push(cur.len()),
+                None => {}
+            }
+            cur.push(p);
+        }
         let Some(total) = totals.get(i).copied().flatten() else { continue };
         report.requests_with_usage += 1;
-        let known: u64 =
-            cur.iter().filter_map(|&p| arena.get(p)).filter(|b| b.pinned).map(|b| u64::from(b.tokens)).sum();
-        open.clear();
-        open.extend(cur.iter().copied().filter(|&p| arena.get(p).is_some_and(|b| !b.pinned)));
-        if total < known || (open.is_empty() && total != known) {
+        if total < known || (open_at.is_empty() && total != known) {
             report.inconsistent += 1;
             continue;
         }
-        if !open.is_empty() {
+        if !open_at.is_empty() {
+            open.clear();
+            open.extend(open_at.iter().map(|&q| cur[q]));
             spread(total - known, arena, &open);
+            known += open.iter().filter_map(|&p| arena.get(p)).map(|b| u64::from(b.tokens)).sum::<u64>();
+            open_at.clear();
         }
     }
     for b in arena.iter() {
