@@ -45,7 +45,7 @@ fn each_records_recipe_lists_only_what_its_turn_adds() {
     }
 
     // The store expands to the batch format byte for byte.
-    let disc = discover(&[dir.clone()]);
+    let disc = discover(std::slice::from_ref(&dir));
     let mut batch = Vec::new();
     let b = write_batch(&disc, &RunOptions::default(), &records(), &mut batch).unwrap();
     assert_eq!((d.requests_written, d.batch_bytes), (b.requests_written, batch.len() as u64));
