@@ -3,7 +3,9 @@
 //! as the baseline, record replay, the pipeline end to end (both layouts)
 //! and its stages one by one, batch and dedup output; and one generated
 //! session of 1,000, 2,000 and 4,000 turns (`long_session/*`: the cost of a
-//! turn must not grow with the session).
+//! turn must not grow with the session), the pipeline's (2.0.77, plain text)
+//! and record replay's (the 2.1.328 long-session capture carried on:
+//! `long_records_session/*`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ctxasm::assemble::pipeline::normalize::{self, Rules};
@@ -19,6 +21,9 @@ use ctxasm::input::discover::discover;
 use ctxasm::json::Json;
 use ctxasm::write::{AssembleOptions, write_batch, write_dedup};
 use std::path::{Path, PathBuf};
+
+#[path = "../tests/it/long_records.rs"]
+mod long_records;
 
 fn pipeline(prep: Setup) -> Assembler {
     Assembler { mode: Mode::Pipeline, records: RecordOptions::default(), pipeline: Some(prep), chooser: None }
@@ -144,6 +149,27 @@ fn benches(c: &mut Criterion) {
                 n += 1;
                 let out = tmp.path().join(format!("out{turns}-{n}"));
                 let s = write_dedup(&disc, &run, &long_opts, &out);
+                let _ = std::fs::remove_dir_all(&out);
+                s.map(|s| s.requests_written).unwrap_or(0)
+            })
+        });
+    }
+    g.finish();
+
+    // The same for record replay: one 2.1.328 session of N recorded
+    // requests, records dedup.
+    let mut g = c.benchmark_group("long_records_session");
+    for turns in [1000, 2000, 4000] {
+        let dir = tmp.path().join(format!("r{turns}"));
+        long_records::long_records_session(&dir, turns);
+        let disc = discover(&[dir]);
+        g.throughput(Throughput::Elements(turns as u64));
+        let mut n = 0u64;
+        g.bench_function(format!("records_dedup_{turns}_turns"), |b| {
+            b.iter(|| {
+                n += 1;
+                let out = tmp.path().join(format!("rout{turns}-{n}"));
+                let s = write_dedup(&disc, &run, &opts, &out);
                 let _ = std::fs::remove_dir_all(&out);
                 s.map(|s| s.requests_written).unwrap_or(0)
             })

@@ -134,6 +134,12 @@ fn with_compactions<'a>(
     for r in built.requests {
         let at = requests.iter().position(|q| q.file == r.file && q.line > r.line).unwrap_or(requests.len());
         requests.insert(at, r);
+        // `Body::shared` counts the messages shared with the request just
+        // before in the list: neither the inserted request nor the one
+        // after it follows the request it was counted against.
+        for q in requests.iter_mut().skip(at).take(2) {
+            q.body.shared = 0;
+        }
     }
 }
 

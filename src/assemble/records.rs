@@ -43,7 +43,7 @@
 
 use super::wire::{self, BILLING_SALT, collapse, custom_id, first_user_text, id_session_part, with_member};
 pub use super::wire::{PLACEHOLDER_DEVICE_ID, RecordOptions};
-use super::{Body, Request, validate};
+use super::{Body, Messages, Request, validate};
 use crate::corpus::{ParsedFile, Session};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::json::Json;
@@ -225,7 +225,7 @@ pub fn assemble_records<'a>(bump: &'a Bump, session: &Session<'a, '_>, opts: &Re
     out
 }
 
-/// A message of a request, as far as replay knows it.
+/// A message of a request's tail, as far as replay knows it.
 #[derive(Debug, Clone, Copy)]
 enum Slot<'a> {
     Known(&'a Json<'a>),
@@ -233,12 +233,111 @@ enum Slot<'a> {
     Unknown(&'a str),
 }
 
+/// A list of messages as parts shared with the lists it extends: a request
+/// keeps a prefix of its base's messages without copying them, so a chain
+/// of n requests holds O(n log n) pointers, not n². The parts follow the
+/// pipeline's spine rule: each more than twice as long as the next, so a
+/// list has O(log n) parts and a message is copied O(log n) times along a
+/// chain. A part never changes once made (a cut is a shorter slice of it).
+#[derive(Debug, Clone, Copy, Default)]
+struct List<'a> {
+    parts: &'a [&'a [&'a Json<'a>]],
+    len: usize,
+}
+
+impl<'a> List<'a> {
+    /// Its first `keep` messages (at most all), then `more`.
+    fn extend(&self, bump: &'a Bump, keep: usize, more: &[&'a Json<'a>]) -> List<'a> {
+        let keep = keep.min(self.len);
+        let mut parts: smallvec::SmallVec<[&'a [&'a Json<'a>]; 24]> = smallvec::SmallVec::new();
+        let mut total = 0;
+        for part in self.parts {
+            if total == keep {
+                break;
+            }
+            let take = part.len().min(keep - total);
+            parts.push(&part[..take]);
+            total += take;
+        }
+        if !more.is_empty() {
+            parts.push(bump.alloc_slice_copy(more));
+        }
+        while let [.., a, b] = parts[..] {
+            if a.len() > 2 * b.len() {
+                break;
+            }
+            let merged = bump
+                .alloc_slice_fill_iter((0..a.len() + b.len()).map(|i| if i < a.len() { a[i] } else { b[i - a.len()] }));
+            parts.truncate(parts.len() - 2);
+            parts.push(merged);
+        }
+        List { parts: bump.alloc_slice_copy(&parts), len: keep + more.len() }
+    }
+
+    fn messages(&self) -> Messages<'a> {
+        Messages::Parts(self.parts, self.len)
+    }
+}
+
+/// What stands in a list for a message that is not known (never sent: a
+/// request with one is not rebuilt).
+static UNKNOWN: Json<'static> = Json::Null;
+
+/// What replay knows of a request's messages.
+#[derive(Debug, Clone, Copy, Default)]
+struct Slots<'a> {
+    /// Canonical (no cache control); [`UNKNOWN`] where not known.
+    canonical: List<'a>,
+    /// The first message not known, and why.
+    lost: Option<(usize, &'a str)>,
+    /// The messages of its body, when it was built.
+    wire: Option<Wire<'a>>,
+}
+
+/// A built request's wire messages, for the requests that extend it.
+#[derive(Debug, Clone, Copy)]
+struct Wire<'a> {
+    messages: List<'a>,
+    /// The first message that is not the plain wire form of its canonical
+    /// one (it got a `cache_control`); the length when none.
+    marked_from: usize,
+    /// Its place in [`SessionRecords::requests`].
+    at: usize,
+}
+
+impl<'a> Slots<'a> {
+    /// Its first `keep` messages, then `tail`.
+    fn extend(&self, bump: &'a Bump, keep: usize, tail: &[Slot<'a>]) -> Slots<'a> {
+        let keep = keep.min(self.canonical.len);
+        let more: smallvec::SmallVec<[&'a Json<'a>; 8]> = tail
+            .iter()
+            .map(|s| match s {
+                Slot::Known(m) => *m,
+                Slot::Unknown(_) => &UNKNOWN,
+            })
+            .collect();
+        let lost = self.lost.filter(|(i, _)| *i < keep).or_else(|| {
+            tail.iter().enumerate().find_map(|(i, s)| match s {
+                Slot::Unknown(why) => Some((keep + i, *why)),
+                Slot::Known(_) => None,
+            })
+        });
+        Slots { canonical: self.canonical.extend(bump, keep, &more), lost, wire: None }
+    }
+}
+
 /// What replay knows of a request, for the later requests that extend it.
 #[derive(Debug)]
 struct Sent<'a> {
     line: u32,
     /// Its messages; `Err(why)` when not even their number is known.
-    slots: Result<Vec<Slot<'a>>, &'a str>,
+    slots: Result<Slots<'a>, &'a str>,
+}
+
+/// The messages a request keeps: the first `keep` of `base`'s.
+struct Kept<'a> {
+    base: Slots<'a>,
+    keep: usize,
 }
 
 /// Why the messages a request keeps of its base are not known.
@@ -329,8 +428,8 @@ fn replay_chain<'a>(
             }
             continue;
         }
-        let mut slots = match kept_slots(r, &sent) {
-            Ok(s) => s,
+        let kept = match kept_slots(r, &sent) {
+            Ok(k) => k,
             Err(lost) => {
                 let cause: &'a str = match lost {
                     Lost::Here(msg) => {
@@ -356,22 +455,14 @@ fn replay_chain<'a>(
                 continue;
             }
         };
-        let kept = slots.len();
+        let mut tail_slots = Vec::with_capacity(r.tail.len());
         let mut tail =
             TailLookup { bump, entries, blobs, candidates: &mut candidates, verified: &mut verified, scratch };
-        tail.resolve(r, e.line, index, &mut slots, out, &diag, &hint);
-        let known: Option<Vec<&'a Json<'a>>> = slots
-            .iter()
-            .map(|s| match s {
-                Slot::Known(m) => Some(*m),
-                Slot::Unknown(_) => None,
-            })
-            .collect();
+        tail.resolve(r, e.line, index, kept.keep, &mut tail_slots, out, &diag, &hint);
+        let slots = kept.base.extend(bump, kept.keep, &tail_slots);
         // A message it keeps was lost with an earlier request (its own tail
         // misses were reported by `resolve`).
-        if let Some((i, Slot::Unknown(cause))) =
-            slots[..kept].iter().enumerate().find(|(_, s)| matches!(s, Slot::Unknown(_)))
-        {
+        if let Some((i, cause)) = kept.base.lost.filter(|(i, _)| *i < kept.keep) {
             let base = r.base.unwrap_or("?");
             let line = r.base.and_then(|b| sent.get(b)).map_or(0, |s| s.line);
             out.diagnostics.push(diag(
@@ -385,8 +476,7 @@ fn replay_chain<'a>(
         if let Some(id) = r.id {
             sent.insert(id, Sent { line: e.line, slots: Ok(slots) });
         }
-        let Some(messages) = known else { continue };
-        if !problems.is_empty() {
+        if slots.lost.is_some() || !problems.is_empty() {
             continue;
         }
         let shape = match r.shape_hash.and_then(|h| shapes.get(h)) {
@@ -406,8 +496,20 @@ fn replay_chain<'a>(
                 continue;
             }
         };
-        match build_body(bump, e, r, shape, messages, entrypoint, opts, &mut collapsed) {
-            Ok(body) => {
+        // The base's wire messages, when it was built: this body shares
+        // them up to the first one that changes.
+        let base_wire = kept.base.wire.map(|w| (w, w.marked_from.min(kept.keep)));
+        match build_body(bump, e, r, shape, slots.canonical, base_wire, entrypoint, opts, &mut collapsed) {
+            Ok((mut body, wire)) => {
+                // The list's last request is the base: the dedup writer
+                // and the validity check start where this one changes it.
+                if base_wire.is_some_and(|(w, _)| w.at + 1 == out.requests.len()) {
+                    body.shared = wire.shared;
+                }
+                let at = out.requests.len();
+                if let Some(s) = r.id.and_then(|id| sent.get_mut(id)).and_then(|s| s.slots.as_mut().ok()) {
+                    s.wire = Some(Wire { messages: wire.messages, marked_from: wire.marked_from, at });
+                }
                 let session_id = e.env.session_id.unwrap_or("");
                 out.requests.push(Request {
                     custom_id: custom_id(&id_session_part(chain.file.file, session_id), chain.agent_id, index),
@@ -432,25 +534,27 @@ fn replay_chain<'a>(
 fn kept_slots<'a>(
     r: &crate::model::entry::ApiRequest<'a>,
     sent: &HashMap<&'a str, Sent<'a>>,
-) -> Result<Vec<Slot<'a>>, Lost<'a>> {
+) -> Result<Kept<'a>, Lost<'a>> {
     // Keeping nothing needs no base (`check_record` refuses a keep without one).
-    let Some(base) = r.base.filter(|_| r.keep != Some(0)) else { return Ok(Vec::new()) };
+    let Some(base) = r.base.filter(|_| r.keep != Some(0)) else {
+        return Ok(Kept { base: Slots::default(), keep: 0 });
+    };
     let Some(prev) = sent.get(base) else {
         return Err(Lost::Here(format!(": its base, api-request {base}, is in no earlier record of this file")));
     };
     let prev_slots = match &prev.slots {
-        Ok(s) => s,
+        Ok(s) => *s,
         Err(cause) => return Err(Lost::Base { base, line: prev.line, cause }),
     };
-    let keep = r.keep.map_or(prev_slots.len(), |k| usize::try_from(k).unwrap_or(usize::MAX));
-    if keep > prev_slots.len() {
+    let had = prev_slots.canonical.len;
+    let keep = r.keep.map_or(had, |k| usize::try_from(k).unwrap_or(usize::MAX));
+    if keep > had {
         return Err(Lost::Here(format!(
-            " keeps {keep} messages of api-request {base} (line {}), which had {}",
-            prev.line,
-            prev_slots.len()
+            " keeps {keep} messages of api-request {base} (line {}), which had {had}",
+            prev.line
         )));
     }
-    Ok(prev_slots[..keep].to_vec())
+    Ok(Kept { base: prev_slots, keep })
 }
 
 /// Where a chain's tail hashes are looked up: the blobs (each checked once
@@ -465,14 +569,16 @@ struct TailLookup<'a, 'r> {
 }
 
 impl<'a> TailLookup<'a, '_> {
-    /// Append the messages of `r.tail` (of the record at `line`) to
-    /// `slots`: each is known, or unknown with a diagnostic saying why.
+    /// Append the messages of `r.tail` (of the record at `line`, after
+    /// the `kept` messages of its base) to `slots`: each is known, or
+    /// unknown with a diagnostic saying why.
     #[allow(clippy::too_many_arguments)]
     fn resolve(
         &mut self,
         r: &crate::model::entry::ApiRequest<'a>,
         line: u32,
         n: usize,
+        kept: usize,
         slots: &mut Vec<Slot<'a>>,
         out: &mut SessionRecords<'a>,
         diag: &dyn Fn(DiagKind, String) -> Diagnostic,
@@ -481,7 +587,7 @@ impl<'a> TailLookup<'a, '_> {
         let rid = r.id.unwrap_or("?");
         for (pos, h) in r.tail.iter().enumerate() {
             out.messages_hashed += 1;
-            let at = slots.len();
+            let at = kept + slots.len();
             let short = h.get(..12).unwrap_or(h);
             // The diagnostic, and the cause later requests that keep the
             // message name.
@@ -547,19 +653,33 @@ impl<'a> TailLookup<'a, '_> {
     }
 }
 
+/// A built body's wire messages: the list, its first message that got a
+/// `cache_control`, and how many leading messages are the base's nodes.
+struct BuiltWire<'a> {
+    messages: List<'a>,
+    marked_from: usize,
+    shared: usize,
+}
+
+/// The body of a request whose messages are `canonical`; `base` is the
+/// wire list of the request it extends and how many of its messages are
+/// plain wire forms of messages it keeps: those nodes are taken as they
+/// are, only the rest is made.
 #[allow(clippy::too_many_arguments)]
 fn build_body<'a>(
     bump: &'a Bump,
     e: &Entry<'a>,
     r: &crate::model::entry::ApiRequest<'a>,
     shape: &'a Json<'a>,
-    canonical: Vec<&'a Json<'a>>,
+    canonical: List<'a>,
+    base: Option<(Wire<'a>, usize)>,
     entrypoint: &str,
     opts: &RecordOptions,
     collapsed: &mut HashMap<*const Json<'a>, &'a Json<'a>>,
-) -> Result<Body<'a>, String> {
+) -> Result<(Body<'a>, BuiltWire<'a>), String> {
     let version = e.env.version.unwrap_or("");
-    let first_text = canonical.first().map_or("", |m| first_user_text(m));
+    let canonical_messages = canonical.messages();
+    let first_text = canonical_messages.first().map_or("", |m| first_user_text(m));
     // A subagent's request says so in its header (`wire::SUBAGENT_BILLING_FLAG`).
     let extra = if wire::is_agent_query(r.query_source) { wire::SUBAGENT_BILLING_FLAG } else { "" };
     let header =
@@ -571,16 +691,15 @@ fn build_body<'a>(
         system.extend_from_slice(blocks);
     }
     let mut tools: Option<Json<'a>> = shape.get("tools").copied();
-    let mut messages: Vec<Json<'a>> = canonical.iter().map(|m| **m).collect();
-    let mut touched = vec![false; messages.len()];
+    let mut marked: Vec<(usize, Json<'a>)> = Vec::new();
     // Cache keys of the static segments: what the bytes depend on.
     let shape_hash = r.shape_hash.unwrap_or("");
     let mut system_key_text: Vec<Option<String>> =
         (0..system.len()).map(|i| (i > 0).then(|| format!("{shape_hash}/system/{i}"))).collect();
     let mut tools_key_text = format!("{shape_hash}/tools");
     let mut target = CacheTargets {
-        messages: &mut messages,
-        touched: &mut touched,
+        messages: &canonical_messages,
+        marked: &mut marked,
         system: &mut system,
         system_key_text: &mut system_key_text,
         tools: &mut tools,
@@ -589,18 +708,20 @@ fn build_body<'a>(
     for cc in r.cache_control.and_then(Json::as_array).unwrap_or(&[]) {
         target.apply(bump, cc)?;
     }
-    let messages: Vec<&'a Json<'a>> = messages
-        .into_iter()
-        .zip(canonical)
-        .zip(touched)
-        .map(|((m, orig), touched)| {
-            if touched {
-                collapse(bump, bump.alloc(m))
-            } else {
-                *collapsed.entry(orig as *const Json<'a>).or_insert_with(|| collapse(bump, orig))
-            }
+    let marked_from = marked.iter().map(|(i, _)| *i).min().unwrap_or(canonical.len);
+    let (base_list, shared) = match base {
+        Some((w, plain)) => (w.messages, plain.min(marked_from)),
+        None => (List::default(), 0),
+    };
+    let fresh: Vec<&'a Json<'a>> = canonical_messages
+        .iter_from(shared)
+        .enumerate()
+        .map(|(j, orig)| match marked.iter().find(|(i, _)| *i == shared + j) {
+            Some((_, m)) => collapse(bump, bump.alloc(*m)),
+            None => *collapsed.entry(orig as *const Json<'a>).or_insert_with(|| collapse(bump, orig)),
         })
         .collect();
+    let messages = base_list.extend(bump, shared, &fresh);
     let key = |text: &str| xxhash_rust::xxh3::xxh3_128(text.as_bytes());
     let params = r.params.and_then(Json::as_object).unwrap_or(&[]);
     let model = params.iter().find(|(k, _)| *k == "model").map_or(Json::Null, |(_, v)| *v);
@@ -610,9 +731,9 @@ fn build_body<'a>(
         .and_then(|(_, v)| v.as_array())
         .map(|b| b.iter().filter_map(Json::as_str).collect())
         .unwrap_or_default();
-    Ok(Body {
+    let body = Body {
         model,
-        messages: messages.into(),
+        messages: messages.messages(),
         shared: 0,
         lead_params: Vec::new(),
         system: system.into_iter().map(|s| &*bump.alloc(s)).collect(),
@@ -624,14 +745,17 @@ fn build_body<'a>(
         stream: true,
         betas,
         cch_seed: None,
-    })
+    };
+    Ok((body, BuiltWire { messages, marked_from, shared }))
 }
 
 /// What a request's `cacheControl` paths may name, and the segment keys
 /// that must change with them.
 struct CacheTargets<'a, 'r> {
-    messages: &'r mut Vec<Json<'a>>,
-    touched: &'r mut Vec<bool>,
+    /// The canonical messages, and those a path changed (few: in order
+    /// of the first change).
+    messages: &'r Messages<'a>,
+    marked: &'r mut Vec<(usize, Json<'a>)>,
     system: &'r mut Vec<Json<'a>>,
     system_key_text: &'r mut Vec<Option<String>>,
     tools: &'r mut Option<Json<'a>>,
@@ -647,18 +771,26 @@ impl<'a> CacheTargets<'a, '_> {
         let (root, rest) = path.split_first().ok_or_else(bad)?;
         let (idx, inner) = rest.split_first().ok_or_else(bad)?;
         match root.as_str() {
-            Some("messages") | Some("system") => {
-                let is_messages = root.as_str() == Some("messages");
-                let list = if is_messages { &mut *self.messages } else { &mut *self.system };
+            Some("messages") => {
                 let i = idx.as_u64().and_then(|i| usize::try_from(i).ok()).ok_or_else(bad)?;
+                let at = self.marked.iter().position(|(j, _)| *j == i);
+                let target = match at {
+                    Some(k) => self.marked[k].1,
+                    None => *self.messages.get(i).ok_or_else(bad)?,
+                };
+                let changed = set_cache_control(bump, &target, inner, value).ok_or_else(bad)?;
+                match at {
+                    Some(k) => self.marked[k].1 = changed,
+                    None => self.marked.push((i, changed)),
+                }
+            }
+            Some("system") => {
                 // System paths index the shape's blocks: the billing header
                 // is put in front of them afterwards.
-                let i = if is_messages { i } else { i + 1 };
-                let target = list.get(i).ok_or_else(bad)?;
-                list[i] = set_cache_control(bump, target, inner, value).ok_or_else(bad)?;
-                if is_messages {
-                    self.touched[i] = true;
-                } else if let Some(Some(k)) = self.system_key_text.get_mut(i) {
+                let i = idx.as_u64().and_then(|i| usize::try_from(i).ok()?.checked_add(1)).ok_or_else(bad)?;
+                let target = self.system.get(i).ok_or_else(bad)?;
+                self.system[i] = set_cache_control(bump, target, inner, value).ok_or_else(bad)?;
+                if let Some(Some(k)) = self.system_key_text.get_mut(i) {
                     k.push_str(&Json::Arr(inner).to_compact_string());
                     k.push_str(&value.to_compact_string());
                 }
@@ -715,7 +847,8 @@ mod tests {
         let m0 = parse(&bump, r#"{"role":"user","content":"a"}"#);
         let mut sent = HashMap::new();
         let lost = "line 7: tail[1] of api-request r1 (hash 7ac4973e460f…) matches no message";
-        sent.insert("r1", Sent { line: 7, slots: Ok(vec![Slot::Known(m0), Slot::Unknown(lost)]) });
+        let r1 = Slots::default().extend(&bump, 0, &[Slot::Known(m0), Slot::Unknown(lost)]);
+        sent.insert("r1", Sent { line: 7, slots: Ok(r1) });
         sent.insert("r2", Sent { line: 9, slots: Err("line 9: api-request r2: keep is a string (\"2\")") });
         let req = |base, keep| crate::model::entry::ApiRequest {
             id: Some("x"),
@@ -728,8 +861,13 @@ mod tests {
             request_digest: None,
             query_source: None,
         };
+        // Per kept message: known (before the first lost one).
         let known = |r| match kept_slots(&r, &sent) {
-            Ok(slots) => slots.iter().map(|s| matches!(s, Slot::Known(_))).collect::<Vec<bool>>(),
+            Ok(Kept { base, keep }) => {
+                let slots = base.extend(&bump, keep, &[]);
+                assert_eq!(slots.canonical.len, keep);
+                (0..keep).map(|i| slots.lost.is_none_or(|(j, _)| i < j)).collect::<Vec<bool>>()
+            }
             Err(_) => panic!("lost"),
         };
         // Below the lost message, nothing is lost; keeping it carries it.

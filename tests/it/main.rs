@@ -14,6 +14,8 @@ mod ladder;
 mod ladder_late;
 mod layering;
 mod linear;
+mod linear_records;
+mod long_records;
 mod mock_server;
 mod model;
 mod never_silent;
