@@ -84,9 +84,9 @@
 //! taken from it, no typed entries, the full read's diagnostics), makes its
 //! usage lines compact on the worker that read it ([`SessionLines`]:
 //! consecutive main-chain copies of a message already collapsed, ids as
-//! 128-bit hashes), and applies the rule as the sessions come, in path
+//! 64-bit hashes), and applies the rule as the sessions come, in path
 //! order ([`CorpusUsage`]). Memory is the largest session's read plus about
-//! 200 bytes per distinct request of the corpus (the rule is global: any
+//! 70 bytes per distinct request of the corpus (the rule is global: any
 //! later file may copy any request). The modeled cost (`cost::modeled`)
 //! counts its recorded usage the same way from its own full read.
 //! [`recorded_requests_corpus`] (every line typed, full requests, then

@@ -11,9 +11,9 @@ use crate::cost::pricing::Pricing;
 use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
-use crate::time::{parse_rfc3339_ms, utc_day};
+use crate::time::{DAY_MS, date_of_days, format_rfc3339_ms, parse_rfc3339_ms};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The keys of every `totals` object.
@@ -170,12 +170,23 @@ pub struct RecordedReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// A request's timestamp as the report reads it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Stamp<'r> {
+    None,
+    /// As written.
+    Text(&'r str),
+    /// An instant whose text is [`format_rfc3339_ms`]'s (with
+    /// milliseconds): written only when a session's first or last.
+    Ms(i64),
+}
+
 /// One priced request as the report sums it.
 #[derive(Debug, Clone)]
 pub(super) struct ReqView<'r> {
     pub(super) session_id: &'r str,
     pub(super) project: &'r str,
-    pub(super) timestamp: Option<Cow<'r, str>>,
+    pub(super) stamp: Stamp<'r>,
     pub(super) model: Option<&'r str>,
     pub(super) tokens: TokenCounts,
     pub(super) cost_usd: Option<f64>,
@@ -189,7 +200,7 @@ impl RecordedReport {
         let views = requests.iter().map(|r| ReqView {
             session_id: &r.session_id,
             project: &r.project,
-            timestamp: r.timestamp.as_deref().map(Cow::Borrowed),
+            stamp: r.timestamp.as_deref().map_or(Stamp::None, Stamp::Text),
             model: r.model.as_deref(),
             tokens: r.tokens,
             cost_usd: r.cost_usd,
@@ -210,6 +221,9 @@ impl RecordedReport {
         let mut all = UsageSum::default();
         let mut unpriced = UnpricedList::default();
         let mut sessions: BTreeMap<(&str, &str), SessionUsage> = BTreeMap::new();
+        // By UTC day number (`utc_day` is the date of the instant's day).
+        let mut days: FxHashMap<i64, UsageSum> = FxHashMap::default();
+        let mut unknown_day: Option<UsageSum> = None;
         for r in requests {
             all.add(&r);
             let s = sessions.entry((r.project, r.session_id)).or_insert_with(|| SessionUsage {
@@ -218,16 +232,23 @@ impl RecordedReport {
                 ..SessionUsage::default()
             });
             s.usage.add(&r);
-            if let Some(ts) = &r.timestamp
-                && let Some(ms) = parse_rfc3339_ms(ts)
-            {
+            let ms = match r.stamp {
+                Stamp::None => None,
+                Stamp::Text(t) => parse_rfc3339_ms(t),
+                Stamp::Ms(ms) => Some(ms),
+            };
+            let text = |ms: i64| match r.stamp {
+                Stamp::Text(t) => t.to_string(),
+                _ => format_rfc3339_ms(ms, true),
+            };
+            if let Some(ms) = ms {
                 if s.first_ms.is_none_or(|f| ms < f) {
                     s.first_ms = Some(ms);
-                    s.first_timestamp = Some(ts.to_string());
+                    s.first_timestamp = Some(text(ms));
                 }
                 if s.last_ms.is_none_or(|l| ms > l) {
                     s.last_ms = Some(ms);
-                    s.last_timestamp = Some(ts.to_string());
+                    s.last_timestamp = Some(text(ms));
                 }
             }
             let model = r.model.unwrap_or("unknown");
@@ -241,8 +262,10 @@ impl RecordedReport {
                 Some(p) => p.add(&r),
                 None => rep.by_project.entry(r.project.to_string()).or_default().add(&r),
             }
-            let day = r.timestamp.as_deref().and_then(utc_day).unwrap_or_else(|| "unknown".to_string());
-            rep.by_day.entry(day).or_default().add(&r);
+            match ms {
+                Some(ms) => days.entry(ms.div_euclid(DAY_MS)).or_default().add(&r),
+                None => unknown_day.get_or_insert_default().add(&r),
+            }
             let m = match rep.by_model.get_mut(model) {
                 Some(m) => m,
                 None => rep.by_model.entry(model.to_string()).or_insert_with(|| ModelUsage {
@@ -251,6 +274,10 @@ impl RecordedReport {
                 }),
             };
             m.usage.add(&r);
+        }
+        rep.by_day = days.into_iter().map(|(d, sum)| (date_of_days(d), sum)).collect();
+        if let Some(sum) = unknown_day {
+            rep.by_day.insert("unknown".to_string(), sum);
         }
         rep.totals = all.totals;
         rep.cache_creation = all.cache_creation;
@@ -286,6 +313,8 @@ pub fn recorded_report_and_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::time::utc_day;
 
     #[test]
     fn timestamps() {
