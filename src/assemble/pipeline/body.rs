@@ -26,13 +26,14 @@ fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize, process: Option<usize>) 
     if from_records.is_empty() {
         return params.to_vec();
     }
-    let before = &cx.entries[..first.min(cx.entries.len())];
-    let record = before.iter().rev().find_map(|e| match e.kind {
+    let end = first.min(cx.entries.len());
+    let record = cx.records_before.get(end).and_then(|&k| match cx.entries.get((k as usize).checked_sub(1)?)?.kind {
         EntryKind::ApiRequest(r) => Some(r.params),
         _ => None,
     });
     let process_start = cx.process_starts.iter().rev().find(|&&i| i < first).copied().unwrap_or(0);
-    let first_of_process = !before.get(process_start..).unwrap_or(&[]).iter().any(|e| e.as_assistant().is_some());
+    let count = |i: usize| cx.assistants_before.get(i).copied().unwrap_or(0);
+    let first_of_process = process_start > end || count(end) == count(process_start);
     params
         .iter()
         .filter_map(|&(k, v)| match (from_records.iter().any(|p| p == k), record) {

@@ -55,6 +55,12 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) per_process_at: Option<usize>,
     /// Which of the file's turns this chain builds.
     pub(crate) part: Part<'a>,
+    /// Per entry index i (and the end): the index + 1 of the last
+    /// `api-request` record before i (0: none), and the assistant entries
+    /// before i; filled only for a layout with `params_from_records`
+    /// ([`super::body`]: each turn's lookups in O(1), not a scan back).
+    pub(crate) records_before: Vec<u32>,
+    pub(crate) assistants_before: Vec<u32>,
     /// The last billing header block and metadata built, reused by the
     /// next request when equal: one node per chain instead of per request.
     pub(crate) last_header: std::cell::Cell<Option<(&'a str, &'a Json<'a>)>>,
@@ -276,6 +282,12 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 tool_results: false,
             }),
             per_process: extras.per_process.as_deref().map(|t| user_reminder(bump.alloc_str(t))),
+            records_before: if plan.params_from_records.is_empty() { Vec::new() } else { records_before(entries) },
+            assistants_before: if plan.params_from_records.is_empty() {
+                Vec::new()
+            } else {
+                assistants_before(entries)
+            },
             last_header: std::cell::Cell::new(None),
             last_metadata: std::cell::Cell::new(None),
             process_starts: process_first_prompts(entries),
@@ -382,4 +394,31 @@ fn profile_reminder<'a>(
         role: super::attachments::AttachmentRole::User,
         texts: smallvec::smallvec![&*bump.alloc_str(text)],
     })
+}
+
+/// For each entry index and the end: the index + 1 of the last `api-request`
+/// record before it (0: none).
+fn records_before(entries: &[Entry<'_>]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    let mut last = 0u32;
+    out.push(0);
+    for (i, e) in entries.iter().enumerate() {
+        if matches!(e.kind, EntryKind::ApiRequest(_)) {
+            last = u32::try_from(i + 1).unwrap_or(u32::MAX);
+        }
+        out.push(last);
+    }
+    out
+}
+
+/// For each entry index and the end: the assistant entries before it.
+fn assistants_before(entries: &[Entry<'_>]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    let mut n = 0u32;
+    out.push(0);
+    for e in entries {
+        n += u32::from(e.as_assistant().is_some());
+        out.push(n);
+    }
+    out
 }
