@@ -37,6 +37,24 @@ pub struct Link<'a> {
     pub logical_parent: Option<&'a str>,
 }
 
+impl<'a> Link<'a> {
+    /// The links of the conversation entries (those with a uuid) of
+    /// `entries`, in file order.
+    pub fn of_entries(entries: &[Entry<'a>]) -> Vec<Link<'a>> {
+        (entries.iter().enumerate())
+            .filter_map(|(i, e)| {
+                Some(Link {
+                    entry: i as u32,
+                    line: e.line,
+                    uuid: e.env.uuid?,
+                    parent: e.env.parent_uuid,
+                    logical_parent: e.env.logical_parent_uuid,
+                })
+            })
+            .collect()
+    }
+}
+
 /// The tree of one file.
 #[derive(Debug, Default)]
 pub struct Tree<'a> {
@@ -56,19 +74,7 @@ impl<'a> Tree<'a> {
         external: &dyn Fn(&str) -> bool,
         diags: &mut Vec<Diagnostic>,
     ) -> Tree<'a> {
-        let links: Vec<Link<'a>> = entries
-            .iter()
-            .enumerate()
-            .filter_map(|(i, e)| {
-                Some(Link {
-                    entry: i as u32,
-                    line: e.line,
-                    uuid: e.env.uuid?,
-                    parent: e.env.parent_uuid,
-                    logical_parent: e.env.logical_parent_uuid,
-                })
-            })
-            .collect();
+        let links = Link::of_entries(entries);
         let mut tree = Tree::link(&links, display, external, diags);
         tree.active_leaf = tree.find_active_leaf(entries);
         tree

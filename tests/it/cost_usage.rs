@@ -433,17 +433,7 @@ fn lean_read_agrees(roots: &[&str]) -> (usize, usize) {
         let lean = scan_bytes(&b2, &data, &display, &opts);
         assert_eq!(lean.diagnostics, full.diagnostics, "{display}");
         assert_eq!((lean.lines, lean.bad_lines, lean.bytes), (full.lines, full.bad_lines, full.bytes), "{display}");
-        let links: Vec<Link<'_>> = (full.entries.iter().enumerate())
-            .filter_map(|(i, e)| {
-                Some(Link {
-                    entry: i as u32,
-                    line: e.line,
-                    uuid: e.env.uuid?,
-                    parent: e.env.parent_uuid,
-                    logical_parent: e.env.logical_parent_uuid,
-                })
-            })
-            .collect();
+        let links = Link::of_entries(&full.entries);
         assert_eq!(lean.links, links, "{display}");
         assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id), "{display}");
         let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
