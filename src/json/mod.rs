@@ -31,6 +31,19 @@ pub enum Json<'a> {
     Obj(&'a [(&'a str, Json<'a>)]),
 }
 
+/// A scalar of simd-json's tape as a [`Json`].
+pub(crate) fn scalar(s: StaticNode) -> Json<'static> {
+    match s {
+        StaticNode::Null => Json::Null,
+        StaticNode::Bool(b) => Json::Bool(b),
+        StaticNode::I64(n) => Json::I64(n),
+        StaticNode::U64(n) => Json::U64(n),
+        StaticNode::F64(f) => Json::F64(f),
+        #[allow(unreachable_patterns)]
+        _ => Json::Null,
+    }
+}
+
 /// Shared empty value, handy as a default.
 pub static NULL: Json<'static> = Json::Null;
 
@@ -371,18 +384,11 @@ impl<'a> Builder<'_, 'a, '_> {
         self.pos += 1;
         Some(match node {
             Node::String(s) => Json::Str(s),
-            Node::Static(s) => match s {
-                StaticNode::Null => match self.track.as_deref_mut() {
-                    Some(t) => t.null(),
-                    None => Json::Null,
-                },
-                StaticNode::Bool(b) => Json::Bool(b),
-                StaticNode::I64(n) => Json::I64(n),
-                StaticNode::U64(n) => Json::U64(n),
-                StaticNode::F64(f) => Json::F64(f),
-                #[allow(unreachable_patterns)]
-                _ => Json::Null,
+            Node::Static(StaticNode::Null) => match self.track.as_deref_mut() {
+                Some(t) => t.null(),
+                None => Json::Null,
             },
+            Node::Static(s) => scalar(s),
             Node::Array { len, .. } => {
                 let bump = self.bump;
                 let items = bump.alloc_slice_fill_with(len, |i| {

@@ -57,15 +57,7 @@ impl<'t, 'i> TapeValue<'t, 'i> {
     pub fn shallow(&self) -> Json<'i> {
         match self.nodes.first() {
             Some(Node::String(s)) => Json::Str(s),
-            Some(Node::Static(s)) => match *s {
-                StaticNode::Null => Json::Null,
-                StaticNode::Bool(b) => Json::Bool(b),
-                StaticNode::I64(n) => Json::I64(n),
-                StaticNode::U64(n) => Json::U64(n),
-                StaticNode::F64(f) => Json::F64(f),
-                #[allow(unreachable_patterns)]
-                _ => Json::Null,
-            },
+            Some(Node::Static(s)) => super::scalar(*s),
             Some(Node::Array { .. }) => Json::Arr(&[]),
             Some(Node::Object { .. }) => Json::Obj(&[]),
             None => Json::Null,
