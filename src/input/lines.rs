@@ -34,27 +34,35 @@ impl<'s> Iterator for Lines<'s> {
     type Item = Line<'s>;
 
     fn next(&mut self) -> Option<Line<'s>> {
-        while self.pos < self.data.len() {
-            let rest = &self.data[self.pos..];
-            self.number = self.number.saturating_add(1);
-            let (piece, unterminated) = match memchr::memchr(b'\n', rest) {
-                Some(i) => {
-                    self.pos += i + 1;
-                    (&rest[..i], false)
-                }
-                None => {
-                    self.pos = self.data.len();
-                    (rest, true)
-                }
-            };
-            let piece = piece.strip_suffix(b"\r").unwrap_or(piece);
-            // Fast path: a JSONL line starts with `{`; only scan for blanks otherwise.
-            if piece.first() == Some(&b'{') || !is_blank(piece) {
-                return Some(Line { number: self.number, bytes: piece, unterminated });
-            }
-        }
-        None
+        next_line(self.data, &mut self.pos, &mut self.number)
     }
+}
+
+/// The first non-blank line of `data` at or after byte `*pos`, whose
+/// `\n`-separated pieces before `*pos` were `*number`; both are moved past
+/// it. [`Lines`] is this over one borrow of `data`; a reader that writes
+/// into the lines it has passed takes a fresh borrow for each call.
+pub fn next_line<'s>(data: &'s [u8], pos: &mut usize, number: &mut u32) -> Option<Line<'s>> {
+    while *pos < data.len() {
+        let rest = &data[*pos..];
+        *number = number.saturating_add(1);
+        let (piece, unterminated) = match memchr::memchr(b'\n', rest) {
+            Some(i) => {
+                *pos += i + 1;
+                (&rest[..i], false)
+            }
+            None => {
+                *pos = data.len();
+                (rest, true)
+            }
+        };
+        let piece = piece.strip_suffix(b"\r").unwrap_or(piece);
+        // Fast path: a JSONL line starts with `{`; only scan for blanks otherwise.
+        if piece.first() == Some(&b'{') || !is_blank(piece) {
+            return Some(Line { number: *number, bytes: piece, unterminated });
+        }
+    }
+    None
 }
 
 #[cfg(test)]

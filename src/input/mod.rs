@@ -8,7 +8,7 @@ pub mod shard;
 pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
-use crate::json::{Json, LineParser, OutOfRange, ParseFailure};
+use crate::json::{Json, LineParser, OutOfRange, PADDING, ParseFailure};
 use crate::model::entry::{Entry, EntryKind, type_entry};
 use bumpalo::Bump;
 use source::SourceOptions;
@@ -55,26 +55,49 @@ thread_local! {
     static PARSER: RefCell<LineParser> = RefCell::new(LineParser::new());
 }
 
-/// Parse `data` (the bytes of the file shown as `display`) into `bump`.
+/// Parse `data` (the bytes of the file shown as `display`) into `bump`:
+/// one copy of `data` in the arena, each line parsed where it lies there.
 pub fn parse_bytes<'a>(bump: &'a Bump, data: &[u8], display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
+    let buf = bump.alloc_slice_fill_copy(data.len() + PADDING, b' ');
+    buf[..data.len()].copy_from_slice(data);
+    parse_buffer(bump, buf, data.len(), display, opts)
+}
+
+/// Parse the file bytes `buf[..n]`, followed in `buf` by at least
+/// [`PADDING`] bytes, where they lie.
+fn parse_buffer<'a>(bump: &'a Bump, buf: &'a mut [u8], n: usize, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
     PARSER.with(|p| match p.try_borrow_mut() {
-        Ok(mut parser) => parse_with(&mut parser, bump, data, display, opts),
+        Ok(mut parser) => parse_with(&mut parser, bump, buf, n, display, opts),
         // Re-entrant use on one thread (not done by ctxasm): use a fresh parser.
-        Err(_) => parse_with(&mut LineParser::new(), bump, data, display, opts),
+        Err(_) => parse_with(&mut LineParser::new(), bump, buf, n, display, opts),
     })
 }
 
 fn parse_with<'a>(
     parser: &mut LineParser,
     bump: &'a Bump,
-    data: &[u8],
+    buf: &'a mut [u8],
+    n: usize,
     display: &str,
     opts: &ReadOptions,
 ) -> ParsedLines<'a> {
-    let mut out = ParsedLines { bytes: data.len() as u64, ..ParsedLines::default() };
+    let mut out = ParsedLines { bytes: n as u64, ..ParsedLines::default() };
     // One entry per ~600 bytes is typical of real transcripts.
-    out.entries.reserve(data.len() / 600 + 1);
-    for line in lines::lines(data) {
+    out.entries.reserve(n / 600 + 1);
+    let total = buf.len();
+    let n = n.min(total.saturating_sub(PADDING));
+    let base = buf.as_mut_ptr();
+    // The line as it was before its parse unescaped strings in place.
+    let mut original = Vec::new();
+    let (mut pos, mut number) = (0usize, 0u32);
+    loop {
+        // SAFETY: `base..base + n` is inside `buf`, which this function holds
+        // exclusively for `'a`. This shared view is taken afresh for each
+        // line and is dead before the line's mutable view below is made; the
+        // parses before it wrote only inside their own lines (the values
+        // they returned borrow those bytes, never bytes at or after `pos`).
+        let data: &[u8] = unsafe { std::slice::from_raw_parts(base, n) };
+        let Some(line) = lines::next_line(data, &mut pos, &mut number) else { break };
         out.lines += 1;
         if line.bytes.starts_with(RECORD_PREFIX) {
             // Taken back below once the line gives an entry.
@@ -84,7 +107,19 @@ fn parse_with<'a>(
             out.bad_lines += 1;
             continue;
         }
-        if let Some(entry) = full_line(parser, bump, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
+        let start = line.bytes.as_ptr() as usize - base as usize;
+        let len = line.bytes.len();
+        original.clear();
+        original.extend_from_slice(line.bytes);
+        let line = lines::Line { number: line.number, bytes: &original, unterminated: line.unterminated };
+        // SAFETY: `start + len + PADDING <= total` (the line ends at or
+        // before `n`), and no borrow of `buf` at or after `start` is alive:
+        // `data` is dead, and the values of earlier lines borrow bytes
+        // before `start`. The parse writes only inside `start..start + len`
+        // (the padding after it is read, and left as it was).
+        let here: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(base.add(start), total - start) };
+        let at = InPlace { buf: here, len };
+        if let Some(entry) = full_line(parser, bump, at, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
             if out.unread_records.last() == Some(&line.number) {
                 out.unread_records.pop();
             }
@@ -95,6 +130,21 @@ fn parse_with<'a>(
         out.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
     }
     out
+}
+
+/// A line where it lies in the arena: `buf[..len]`, padding after it.
+struct InPlace<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> InPlace<'a> {
+    /// `line` copied into `bump`, with the padding.
+    fn copied(bump: &'a Bump, line: &[u8]) -> Self {
+        let buf = bump.alloc_slice_fill_copy(line.len() + PADDING, b' ');
+        buf[..line.len()].copy_from_slice(line);
+        InPlace { buf, len: line.len() }
+    }
 }
 
 /// A line over `opts.max_line_bytes`: its `line_too_long` diagnostic
@@ -112,19 +162,20 @@ fn too_long(line: &lines::Line<'_>, display: &str, opts: &ReadOptions, diags: &m
     true
 }
 
-/// One line read in full into `bump` and typed. `None` when it gives no
+/// One line (`line.bytes`, as written; parsed at `at`) read in full and typed. `None` when it gives no
 /// entry, with the diagnostic that says why (and `bad_lines` counted);
 /// numbers read out of range and an unknown type are reported either way.
 fn full_line<'a>(
     parser: &mut LineParser,
     bump: &'a Bump,
+    at: InPlace<'a>,
     line: &lines::Line<'_>,
     display: &str,
     diags: &mut Vec<Diagnostic>,
     bad_lines: &mut u32,
 ) -> Option<Entry<'a>> {
     let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
-    let value = match parser.parse_lenient(bump, line.bytes) {
+    let value = match parser.parse_lenient_at(bump, at.buf, at.len, line.bytes) {
         Ok((v, out_of_range)) => {
             for n in out_of_range {
                 diags.push(bad(DiagKind::NumberOutOfRange, out_of_range_message(&n)));
@@ -214,11 +265,13 @@ fn kind_name(v: &Json<'_>) -> &'static str {
     }
 }
 
-/// Load and parse one file. An unreadable file gives an `io_error`
-/// diagnostic and no entries.
+/// Load and parse one file: its bytes read once into `bump`
+/// ([`source::read_padded`]) and each line parsed where it lies, so the
+/// arena holds the file once and the values' strings borrow it. An
+/// unreadable file gives an `io_error` diagnostic and no entries.
 pub fn read_file<'a>(bump: &'a Bump, path: &Path, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
-    match source::load(path, &opts.source) {
-        Ok(src) => parse_bytes(bump, &src, display, opts),
+    match source::read_padded(path, &opts.source, bump, PADDING) {
+        Ok((buf, n)) => parse_buffer(bump, buf, n, display, opts),
         Err(e) => ParsedLines {
             diagnostics: vec![Diagnostic::new(display, 0, DiagKind::Io, format!("cannot read file: {e}"))],
             ..ParsedLines::default()
@@ -278,6 +331,42 @@ mod tests {
         let usage = p.entries[0].as_assistant().unwrap().usage.unwrap();
         assert_eq!((usage.input_tokens, usage.output_tokens), (0, 7));
         assert_eq!(p.entries[1].kind, EntryKind::CostState { total_cost_usd: None, model_usage: None });
+    }
+
+    /// Lines are parsed where they lie in the file's one copy, strings
+    /// unescaped in place: a line that fails after unescaping some strings,
+    /// an unknown type and a number out of range after an escape are still
+    /// reported from the line as written, and the lines after them read.
+    #[test]
+    fn in_place_parse_reports_lines_as_written() {
+        let bump = Bump::new();
+        let data = concat!(
+            "{\"type\":\"user\",\"uuid\":\"a\\nb\",\"x\":\"c\\td\",\"y\":tru}\n",
+            "{\"type\":\"x-new\",\"note\":\"q\\\"uote\\u00e9\"}\n",
+            "{\"type\":\"assistant\",\"uuid\":\"\\u0062\",\"message\":{\"id\":\"m\\n\",",
+            "\"usage\":{\"input_tokens\":123456789012345678901234567890,\"output_tokens\":7}}}\n",
+            "{\"type\":\"summary\",\"summary\":\"t\\\\u\"}"
+        );
+        let p = parse_bytes(&bump, data.as_bytes(), "f.jsonl", &ReadOptions::default());
+        assert_eq!((p.lines, p.bad_lines, p.entries.len()), (4, 1, 3));
+        assert_eq!(
+            kinds(&p),
+            vec![(1, DiagKind::InvalidJson), (2, DiagKind::UnknownType), (3, DiagKind::NumberOutOfRange)]
+        );
+        let raw = br#"{"type":"x-new","note":"q\"uote\u00e9"}"#;
+        assert_eq!(p.entries[0].kind, EntryKind::Unknown { raw_line: &raw[..] });
+        assert_eq!(p.entries[1].env.uuid, Some("b"));
+        let msg = p.entries[1].as_assistant().unwrap();
+        assert_eq!(msg.usage.unwrap().output_tokens, 7);
+        assert_eq!(p.entries[2].type_name, "summary");
+        assert_eq!(p.entries[2].raw.get_str("summary"), Some("t\\u"));
+        // The same bytes read from a file give the same entries.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.jsonl");
+        std::fs::write(&path, data).unwrap();
+        let bump2 = Bump::new();
+        let q = read_file(&bump2, &path, "f.jsonl", &ReadOptions::default());
+        assert_eq!((q.entries, q.diagnostics), (p.entries, p.diagnostics));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //! both reads on the fixtures and the corpora.
 
 use super::lines;
-use super::{ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
+use super::{InPlace, ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::json::tape::TapeValue;
 use crate::json::{Json, LineParser};
@@ -273,7 +273,15 @@ fn scan_with<'a>(
             }
             // Refused by the tape parse: the full read says why (and reads
             // what it still can, a number out of range).
-            None => match full_line(parser, bump, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
+            None => match full_line(
+                parser,
+                bump,
+                InPlace::copied(bump, line.bytes),
+                &line,
+                display,
+                &mut out.diagnostics,
+                &mut out.bad_lines,
+            ) {
                 Some(e) => {
                     let link = e.env.uuid.map(|u| (u, e.env.parent_uuid, e.env.logical_parent_uuid));
                     (link, e.env.session_id, UsageLine::of_entry(&e))

@@ -8,6 +8,10 @@
 //! bytes. A final line without `\n` is reported by the line splitter, and the
 //! parser turns it into a `truncated_line` diagnostic if it does not parse.
 //!
+//! [`read_padded`] is for the full read, which keeps the bytes (its values
+//! borrow them): the file is read once into the caller's arena, with the
+//! padding the parser needs after it, never mapped.
+//!
 //! [`with_bytes`] is for a reader that keeps nothing of the bytes once read
 //! (the lean read): a stable file under [`READ_BELOW`] is read into a buffer
 //! the caller reuses, which costs less than a map (its page faults, and the
@@ -125,6 +129,39 @@ pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
     map(&file, len).map(Source::Mapped)
 }
 
+/// The bytes of `path` read into `bump`, followed by `pad` bytes (spaces),
+/// for a parser that works where the bytes lie: the returned slice is
+/// `n + pad` long and `n` is the number of bytes read. Always read, never
+/// mapped (a map beside the arena would hold each byte twice), at most the
+/// size seen at open: a file that grew is cut there, one that shrank gives
+/// fewer bytes.
+pub fn read_padded<'a>(
+    path: &Path,
+    opts: &SourceOptions,
+    bump: &'a bumpalo::Bump,
+    pad: usize,
+) -> io::Result<(&'a mut [u8], usize)> {
+    let (mut file, len, _) = open_regular(path, opts)?;
+    let cap = usize::try_from(len)
+        .ok()
+        .and_then(|l| l.checked_add(pad))
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file too large to read"))?;
+    let buf = bump.alloc_slice_fill_copy(cap, b' ');
+    let want = cap - pad;
+    let mut n = 0;
+    while n < want {
+        match file.read(&mut buf[n..want]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    // A file that shrank: the padding follows the bytes read.
+    buf[n..].fill(b' ');
+    Ok((buf, n))
+}
+
 /// Map the first `len` bytes of `file`.
 fn map(file: &File, len: u64) -> io::Result<memmap2::Mmap> {
     let map_len =
@@ -197,6 +234,27 @@ mod tests {
         let err = with_bytes(&dir.path().join("nope.jsonl"), &stable, &mut buf, |_| ()).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(with_bytes(dir.path(), &stable, &mut buf, |_| ()).is_err());
+    }
+
+    /// `read_padded` gives the bytes `load` gives, then the padding;
+    /// an empty file gives the padding alone; errors are `load`'s.
+    #[test]
+    fn read_padded_reads_into_the_arena_with_padding() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p, e) = (dir.path().join("s.jsonl"), dir.path().join("e.jsonl"));
+        std::fs::write(&p, b"{\"type\":\"user\"}\n{}").unwrap();
+        std::fs::File::create(&e).unwrap();
+        let bump = bumpalo::Bump::new();
+        for opts in [SourceOptions::default(), SourceOptions { live_window: Duration::ZERO, no_mmap: false }] {
+            let (buf, n) = read_padded(&p, &opts, &bump, 8).unwrap();
+            assert_eq!(&buf[..n], &*load(&p, &opts).unwrap());
+            assert_eq!(&buf[n..], b"        ");
+            let (buf, n) = read_padded(&e, &opts, &bump, 4).unwrap();
+            assert_eq!((n, &*buf), (0, &b"    "[..]));
+        }
+        let err = read_padded(&dir.path().join("nope.jsonl"), &SourceOptions::default(), &bump, 8).err().unwrap();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(read_padded(dir.path(), &SourceOptions::default(), &bump, 8).is_err());
     }
 
     #[test]

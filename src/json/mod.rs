@@ -44,6 +44,10 @@ pub(crate) fn scalar(s: StaticNode) -> Json<'static> {
     }
 }
 
+/// The bytes [`LineParser::parse_lenient_at`] needs after a line (any
+/// content).
+pub const PADDING: usize = simd_json::INPUT_PADDING;
+
 /// Shared empty value, handy as a default.
 pub static NULL: Json<'static> = Json::Null;
 
@@ -294,13 +298,30 @@ impl LineParser {
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
         let len = line.len();
         let buf = Self::copy(bump, line);
+        self.parse_lenient_at(bump, buf, len, line)
+    }
+
+    /// [`LineParser::parse_lenient`] of the line `buf[..len]` where it
+    /// lies, with no copy: `buf` holds at least [`PADDING`]
+    /// bytes after it, of any content, which the parse leaves unchanged (so
+    /// they can be the next lines of the file). Strings are unescaped in
+    /// place, so a failed parse can leave `buf[..len]` changed: `original`
+    /// is the line as it was, for the error and the lenient second parse
+    /// (which copies it into `bump`).
+    pub fn parse_lenient_at<'a>(
+        &mut self,
+        bump: &'a Bump,
+        buf: &'a mut [u8],
+        len: usize,
+        original: &[u8],
+    ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
         let result = match self.parse_in_place(bump, buf, len, None) {
             Ok(v) => Ok((v, Vec::new())),
-            Err((msg, true)) => match numbers::replacements(line) {
+            Err((msg, true)) => match numbers::replacements(original) {
                 // The failed parse may have unescaped strings in place: a
                 // fresh copy, with the numbers replaced.
                 Some(reps) => {
-                    let buf = Self::copy(bump, line);
+                    let buf = Self::copy(bump, original);
                     numbers::apply(buf, &reps);
                     let mut track = numbers::Track::new(reps);
                     match self.parse_in_place(bump, buf, len, Some(&mut track)) {
@@ -314,7 +335,7 @@ impl LineParser {
             Err((msg, false)) => Err(msg),
         };
         self.after(len);
-        result.map_err(|msg| Self::failure(line, msg))
+        result.map_err(|msg| Self::failure(original, msg))
     }
 
     /// `line` copied into `bump` with simd-json's padding after it.
