@@ -15,6 +15,7 @@ use crate::input::{ParsedLines, ReadOptions, read_file};
 use crate::model::tree::Tree;
 use bumpalo::Bump;
 use rayon::prelude::*;
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// One parsed transcript file with its tree.
@@ -218,17 +219,35 @@ where
     guarded(disc, group, opts, |bump| f(bump, &scan_session(bump, disc, group, &opts.read)))
 }
 
-/// Run `work` on a fresh arena: a panic becomes an `internal_error`
+thread_local! {
+    /// This thread's arena between two sessions, reset (see [`guarded`]).
+    static ARENA: Cell<Option<Bump>> = const { Cell::new(None) };
+}
+
+/// An arena whose one kept chunk is larger than this after its reset is
+/// freed, not kept for the thread's next session.
+const KEEP_ARENA_UP_TO: usize = 64 << 20;
+
+/// Run `work` on an empty arena: a panic becomes an `internal_error`
 /// diagnostic naming the group's first file; progress is told the group's
-/// bytes.
+/// bytes. The arena is the thread's last one, reset: it keeps its largest
+/// chunk (up to [`KEEP_ARENA_UP_TO`]), whose pages are then not faulted in
+/// again for every session; nothing of `work` outlives it (`R` does not
+/// borrow from it).
 fn guarded<R>(
     disc: &Discovery,
     group: &SessionGroup,
     opts: &RunOptions<'_>,
     work: impl FnOnce(&Bump) -> R,
 ) -> Result<R, Diagnostic> {
-    let bump = Bump::new();
+    // `None` on first use, or when `work` runs a session on this thread
+    // while one is in progress (a nested run gets an arena of its own).
+    let mut bump = ARENA.take().unwrap_or_default();
     let result = catch_unwind(AssertUnwindSafe(|| work(&bump)));
+    bump.reset();
+    if bump.allocated_bytes() <= KEEP_ARENA_UP_TO {
+        ARENA.set(Some(bump));
+    }
     if let Some(progress) = opts.progress {
         progress(group.files().map(|i| disc.files[i].size).sum());
     }
