@@ -292,6 +292,53 @@ pub enum CostCommand {
     /// as a single run counts it; modeled figures summed (see the README
     /// for what merges exactly).
     Merge(CostMergeArgs),
+    /// The recorded usage (the bill) per day, in --timezone, as ccusage's
+    /// `daily` (the same requests, counted and priced as `--recorded-only`).
+    Daily(CostViewArgs),
+    /// The recorded usage per month, as ccusage's `monthly`.
+    Monthly(CostViewArgs),
+    /// The recorded usage per session (by last activity), as ccusage's
+    /// `session`.
+    Session(CostViewArgs),
+    /// The recorded usage per 5-hour billing block (and the gaps between
+    /// them), as ccusage's `blocks`.
+    Blocks(CostViewArgs),
+}
+
+#[derive(Args)]
+pub struct CostViewArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// A price table (JSON, the format of src/cost/pricing.json)
+    /// [default: the built-in table, with its source and date].
+    #[arg(long)]
+    pub pricing: Option<PathBuf>,
+    /// Print one JSON object instead of the table (each row with its
+    /// per-model breakdown).
+    #[arg(long)]
+    pub json: bool,
+    /// The first date kept (YYYYMMDD or YYYY-MM-DD, in --timezone).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// The last date kept (YYYYMMDD or YYYY-MM-DD, in --timezone).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only this project: its directory name under the projects root.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// The time zone of the dates (an IANA name: UTC, Europe/Berlin, …)
+    /// [default: the system's].
+    #[arg(long)]
+    pub timezone: Option<String>,
+    /// Under each row, a row per model.
+    #[arg(long)]
+    pub breakdown: bool,
+    /// Newest first.
+    #[arg(long)]
+    pub desc: bool,
+    /// Exit with status 1 when there is any diagnostic.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args)]

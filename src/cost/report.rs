@@ -5,7 +5,7 @@
 
 use super::format::{count, plain_pct, plain_signed_pct, plain_signed_usd, plain_tokens};
 use super::modeled::{Accuracy, CostReport};
-use super::usage::{PricingInfo, RecordedReport, Totals, Unpriced};
+use super::usage::{PricingInfo, RecordedReport, Totals, Unpriced, UsageSum, UsageView, ViewKind, ViewRow};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -28,6 +28,111 @@ pub fn recorded_table(report: &RecordedReport) -> String {
     }
     let _ = writeln!(o, "{}", prices_line(&report.pricing));
     o
+}
+
+/// A view of the bill (`cost daily|monthly|session|blocks`) as a table:
+/// a row per period, session or block (`desc`: newest first), each model's
+/// own row under it with `breakdown`, then the total and the prices. Token
+/// counts with thousands separators, cost in USD to the cent.
+pub fn view_table(view: &UsageView, breakdown: bool, desc: bool) -> String {
+    let first = match view.view {
+        ViewKind::Daily => "date",
+        ViewKind::Monthly => "month",
+        ViewKind::Session => "session",
+        ViewKind::Blocks => "block (start, UTC)",
+    };
+    let mut o = String::new();
+    let mut scope = vec![format!("time zone {}", view.timezone)];
+    if let Some(s) = &view.since {
+        scope.push(format!("since {s}"));
+    }
+    if let Some(u) = &view.until {
+        scope.push(format!("until {u}"));
+    }
+    if let Some(p) = &view.project {
+        scope.push(format!("project {p}"));
+    }
+    let _ = writeln!(o, "recorded usage, {} ({})", first_word(view.view), scope.join(", "));
+    let model_rows = |r: &ViewRow| breakdown && r.by_model.len() > 1;
+    let wide = view
+        .rows
+        .iter()
+        .flat_map(|r| {
+            let models = r.by_model.keys().filter(|_| model_rows(r)).map(|m| m.chars().count() + 2);
+            std::iter::once(row_label(view.view, r).chars().count()).chain(models)
+        })
+        .max()
+        .unwrap_or(0)
+        .max(first.len());
+    let _ = writeln!(
+        o,
+        "{first:<wide$}  {:>9} {:>13} {:>11} {:>11} {:>15} {:>11}  models",
+        "requests", "input", "output", "cache write", "cache read", "cost (USD)"
+    );
+    let line = |o: &mut String, label: &str, u: &UsageSum, models: &str| {
+        let t = &u.totals;
+        let row = format!(
+            "{label:<wide$}  {:>9} {:>13} {:>11} {:>11} {:>15} {:>11}  {models}",
+            super::format::int(t.requests),
+            super::format::int(t.input_tokens),
+            super::format::int(t.output_tokens),
+            super::format::int(t.cache_creation_input_tokens),
+            super::format::int(t.cache_read_input_tokens),
+            format!("${:.2}", t.cost_usd),
+        );
+        let _ = writeln!(o, "{}", row.trim_end());
+    };
+    let rows: Vec<&ViewRow> = if desc { view.rows.iter().rev().collect() } else { view.rows.iter().collect() };
+    for r in rows {
+        line(&mut o, &row_label(view.view, r), &r.usage, &r.models.join(", "));
+        if model_rows(r) {
+            for (model, u) in &r.by_model {
+                line(&mut o, &format!("  {model}"), u, "");
+            }
+        }
+    }
+    line(&mut o, "total", &view.total, "");
+    if view.without_timestamp > 0 {
+        let _ = writeln!(o, "{} without a timestamp left out (no date)", count(view.without_timestamp, "request"));
+    }
+    let unpriced = view.total.unpriced_requests;
+    if unpriced > 0 {
+        let _ = writeln!(o, "{} of a model without a price: not in the cost", count(unpriced, "request"));
+    }
+    let _ = writeln!(o, "{}", prices_line(&view.pricing));
+    o
+}
+
+fn first_word(kind: ViewKind) -> &'static str {
+    match kind {
+        ViewKind::Daily => "per day",
+        ViewKind::Monthly => "per month",
+        ViewKind::Session => "per session",
+        ViewKind::Blocks => "per 5-hour billing block",
+    }
+}
+
+/// A row's first column: the key; a session with its project; a block with
+/// its last request (or `gap until …`, or `active`).
+fn row_label(kind: ViewKind, r: &ViewRow) -> String {
+    match (kind, &r.block) {
+        (ViewKind::Session, _) => format!("{} {}", r.project.as_deref().unwrap_or(""), r.key),
+        (ViewKind::Blocks, Some(b)) if b.gap => format!("gap {} .. {}", short_instant(&b.start), short_instant(&b.end)),
+        (ViewKind::Blocks, Some(b)) => {
+            let last = b.actual_end.as_deref().map(short_instant).unwrap_or_default();
+            format!("{} .. {last}{}", short_instant(&b.start), if b.active { " (active)" } else { "" })
+        }
+        _ => r.key.clone(),
+    }
+}
+
+/// `2025-06-14T23:00:00.000Z` as `2025-06-14 23:00`.
+fn short_instant(s: &str) -> String {
+    let s = s.strip_prefix("gap-").unwrap_or(s);
+    match (s.get(..10), s.get(11..16)) {
+        (Some(d), Some(t)) => format!("{d} {t}"),
+        _ => s.to_string(),
+    }
 }
 
 /// `prices: SOURCE (table dated DATE)`; the table's name when the file

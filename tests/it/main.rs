@@ -9,6 +9,7 @@ mod cost_html;
 mod cost_model;
 mod cost_sim;
 mod cost_usage;
+mod cost_views;
 mod hostile_input;
 mod ladder;
 mod ladder_late;

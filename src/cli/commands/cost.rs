@@ -2,17 +2,23 @@
 //! modeled cost with what-if deltas, an HTML report and per-request lines;
 //! with `--shard`, the partial report `cost merge` merges.
 
-use crate::cli::args::{CostArgs, CostCommand, CostMergeArgs};
+use crate::cli::args::{CostArgs, CostCommand, CostMergeArgs, CostViewArgs};
 use crate::cli::exit::Outcome;
 use crate::cli::settings::{self, Input};
 use crate::cli::{input, output, progress, render};
 use ctxasm::cost::merge::Partial;
 use ctxasm::cost::modeled::WhatIf;
 use ctxasm::cost::pricing::Pricing;
+use ctxasm::cost::usage::{BLOCK_MS, ViewKind, ViewOptions};
 
 pub fn run(args: &CostArgs) -> anyhow::Result<Outcome> {
-    if let Some(CostCommand::Merge(m)) = &args.command {
-        return merge(m);
+    match &args.command {
+        Some(CostCommand::Merge(m)) => return merge(m),
+        Some(CostCommand::Daily(v)) => return view(v, ViewKind::Daily),
+        Some(CostCommand::Monthly(v)) => return view(v, ViewKind::Monthly),
+        Some(CostCommand::Session(v)) => return view(v, ViewKind::Session),
+        Some(CostCommand::Blocks(v)) => return view(v, ViewKind::Blocks),
+        None => {}
     }
     let pricing = settings::pricing(args.pricing.as_deref())?;
     if args.recorded_only && (args.html.is_some() || !args.what_if.is_empty()) {
@@ -72,6 +78,70 @@ fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result
         output::text(&ctxasm::cost::report::recorded_table(&report))?;
     }
     Ok(strict_outcome(args.strict, &report.diagnostics))
+}
+
+/// `cost daily|monthly|session|blocks`: a view of the recorded usage.
+fn view(args: &CostViewArgs, kind: ViewKind) -> anyhow::Result<Outcome> {
+    let pricing = settings::pricing(args.pricing.as_deref())?;
+    let tz = match &args.timezone {
+        Some(name) => jiff::tz::TimeZone::get(name).map_err(|e| anyhow::anyhow!("--timezone {name}: {e}"))?,
+        None => jiff::tz::TimeZone::system(),
+    };
+    let since = args.since.as_deref().map(|d| date_arg("--since", d)).transpose()?;
+    let until = args.until.as_deref().map(|d| date_arg("--until", d)).transpose()?;
+    if let (Some(s), Some(u)) = (since, until)
+        && s > u
+    {
+        anyhow::bail!("--since {s} is after --until {u}: no date is kept");
+    }
+    let input = Input::resolve(&args.input)?;
+    if input.shard.is_some() {
+        anyhow::bail!(
+            "cost {}: --shard is for `cost --json` (whose partial reports `cost merge` merges)",
+            kind_name(kind)
+        );
+    }
+    let failed = input::failed(&input.disc);
+    let now_ms = jiff::Timestamp::now().as_millisecond();
+    let opts = ViewOptions { kind, tz, since, until, project: args.project.clone(), block_ms: BLOCK_MS, now_ms };
+    let view = ctxasm::cost::usage::usage_view(&input.disc, &input.run, &pricing, &opts);
+    print_diagnostics(&view.diagnostics);
+    if args.json {
+        output::json(&view)?;
+    } else {
+        output::text(&ctxasm::cost::report::view_table(&view, args.breakdown, args.desc))?;
+    }
+    if view.rows.is_empty() {
+        // Read, but nothing to show: not a success.
+        eprintln!(
+            "ctxasm: no request with recorded usage{}",
+            if args.since.is_some() || args.until.is_some() || args.project.is_some() {
+                " matches the filters"
+            } else {
+                " in what was read"
+            }
+        );
+        return Ok(Outcome::Problems.unless_failed(failed));
+    }
+    Ok(strict_outcome(args.strict, &view.diagnostics).unless_failed(failed))
+}
+
+fn kind_name(kind: ViewKind) -> &'static str {
+    match kind {
+        ViewKind::Daily => "daily",
+        ViewKind::Monthly => "monthly",
+        ViewKind::Session => "session",
+        ViewKind::Blocks => "blocks",
+    }
+}
+
+/// A date option: `YYYYMMDD` (ccusage's form) or `YYYY-MM-DD`.
+fn date_arg(flag: &str, text: &str) -> anyhow::Result<jiff::civil::Date> {
+    let iso = match text.len() {
+        8 if text.bytes().all(|b| b.is_ascii_digit()) => format!("{}-{}-{}", &text[..4], &text[4..6], &text[6..]),
+        _ => text.to_string(),
+    };
+    iso.parse().map_err(|e| anyhow::anyhow!("{flag} {text}: not a date (YYYYMMDD or YYYY-MM-DD): {e}"))
 }
 
 /// The first ten diagnostics on stderr, then their count; the sessions

@@ -101,6 +101,7 @@ pub mod carry;
 mod dedup;
 mod report;
 mod stream;
+mod views;
 
 pub use dedup::dedup_files;
 pub use report::{
@@ -108,6 +109,7 @@ pub use report::{
     recorded_report_and_lines,
 };
 pub use stream::{CorpusUsage, SessionLines};
+pub use views::{BLOCK_MS, BlockInfo, UsageView, ViewKind, ViewOptions, ViewRow};
 
 use super::pricing::Pricing;
 use super::tokens::TokenCounts;
@@ -329,6 +331,18 @@ fn file_index(disc: &Discovery, file: &TranscriptFile) -> usize {
 /// come, in discovery order ([`CorpusUsage`]). The same report as
 /// [`RecordedReport::from_requests`] of [`recorded_requests_corpus`].
 pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing) -> RecordedReport {
+    corpus_usage(disc, run).finish(pricing)
+}
+
+/// The view `opts` (`ctxasm cost daily|monthly|session|blocks`) of the
+/// requests [`recorded_report`] counts, read the same way.
+pub fn usage_view(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing, opts: &ViewOptions) -> UsageView {
+    corpus_usage(disc, run).finish_view(pricing, opts)
+}
+
+/// Every session of `disc` read lean and its requests counted by the rule
+/// (see [`recorded_report`]).
+fn corpus_usage(disc: &Discovery, run: &RunOptions<'_>) -> CorpusUsage {
     let mut acc = CorpusUsage::new(disc);
     let mut groups = disc.groups.iter();
     let work = |_: &bumpalo::Bump, s: &ScannedSession<'_, '_>| {
@@ -351,7 +365,7 @@ pub fn recorded_report(disc: &Discovery, run: &RunOptions<'_>, pricing: &Pricing
     };
     // The sink never fails.
     let _ = stream_scanned_sessions(disc, run, |_| 0, Err, work, sink);
-    acc.finish(pricing)
+    acc
 }
 
 fn file_name(p: &Path) -> String {

@@ -92,7 +92,22 @@ pub struct UsageSum {
 }
 
 impl UsageSum {
-    fn add(&mut self, r: &ReqView<'_>) {
+    /// Add `other`'s sums.
+    pub fn merge(&mut self, other: &UsageSum) {
+        let (t, o) = (&mut self.totals, &other.totals);
+        t.requests += o.requests;
+        t.input_tokens += o.input_tokens;
+        t.cache_creation_input_tokens += o.cache_creation_input_tokens;
+        t.cache_read_input_tokens += o.cache_read_input_tokens;
+        t.output_tokens += o.output_tokens;
+        t.cost_usd += o.cost_usd;
+        self.cache_creation.ephemeral_5m_input_tokens += other.cache_creation.ephemeral_5m_input_tokens;
+        self.cache_creation.ephemeral_1h_input_tokens += other.cache_creation.ephemeral_1h_input_tokens;
+        self.unpriced_requests += other.unpriced_requests;
+        self.long_context_requests += other.long_context_requests;
+    }
+
+    pub(super) fn add(&mut self, r: &ReqView<'_>) {
         let t = &r.tokens;
         self.totals.requests += 1;
         self.totals.input_tokens += t.input;

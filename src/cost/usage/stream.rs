@@ -23,6 +23,7 @@
 
 use super::RecordedReport;
 use super::report::{ReqView, Stamp};
+use super::views::{UsageView, ViewOptions};
 use crate::cost::pricing::Pricing;
 use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
@@ -450,14 +451,29 @@ impl CorpusUsage {
     }
 
     /// The report: every request kept, priced with `pricing`, summed.
-    pub fn finish(mut self, pricing: &Pricing) -> RecordedReport {
+    pub fn finish(self, pricing: &Pricing) -> RecordedReport {
+        self.finish_with(pricing, |views, diagnostics| RecordedReport::from_views(views, pricing, diagnostics))
+    }
+
+    /// The view `opts` of every request kept, priced with `pricing`.
+    pub fn finish_view(self, pricing: &Pricing, opts: &ViewOptions) -> UsageView {
+        self.finish_with(pricing, |views, diagnostics| super::views::build(views, opts, pricing, diagnostics))
+    }
+
+    /// `f` of every request kept, priced with `pricing`, in the order the
+    /// rule keeps them, and the diagnostics.
+    fn finish_with<R>(
+        mut self,
+        pricing: &Pricing,
+        f: impl for<'r> FnOnce(&mut dyn Iterator<Item = ReqView<'r>>, Vec<Diagnostic>) -> R,
+    ) -> R {
         // Files still waiting (none when every group was taken): in order.
         for (_, (session, recs)) in std::mem::take(&mut self.waiting) {
             self.count(session, recs);
         }
         let diagnostics = std::mem::take(&mut self.diagnostics);
         let prices: Vec<_> = self.models.iter().map(|m| pricing.price(m)).collect();
-        let views = (0..self.kept.len() as u32).map(|i| {
+        let mut views = (0..self.kept.len() as u32).map(|i| {
             let k = &self.kept[i as usize];
             let (session_id, project) = &self.sessions[k.session as usize];
             let price = (k.model != NO_MODEL).then(|| prices[k.model as usize]).flatten();
@@ -477,7 +493,7 @@ impl CorpusUsage {
                 long_context: price.is_some_and(|p| p.is_long_context(&tokens)),
             }
         });
-        RecordedReport::from_views(views, pricing, diagnostics)
+        f(&mut views, diagnostics)
     }
 }
 
