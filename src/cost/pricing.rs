@@ -410,6 +410,43 @@ pub fn min_cacheable_tokens(model: &str) -> Option<u32> {
     lookup_min_cacheable(builtin_min_cacheable(), model)
 }
 
+/// How many more tokens the newer tokenizer makes of the same text: Claude
+/// 4.7 and later, Fable and Mythos use it, about 30% more than Sonnet 4.6
+/// and earlier (facts §2a "Tokenizer change", §5 "Counts are per model").
+pub const NEW_TOKENIZER_FACTOR: f64 = 1.3;
+
+/// `model` counts tokens with the newer tokenizer ([`NEW_TOKENIZER_FACTOR`]):
+/// `claude-<family>-<major>-<minor>` at 4.7 or later (a major of 5 or more
+/// with any minor), or a Fable or Mythos model. The old naming
+/// (`claude-3-5-sonnet`) and unknown ids are the old tokenizer.
+pub fn new_tokenizer(model: &str) -> bool {
+    let id = normalize_model_id(model);
+    let Some(rest) = id.strip_prefix("claude-") else { return false };
+    let mut parts = rest.split('-');
+    let family = parts.next().unwrap_or("");
+    if family == "fable" || family == "mythos" {
+        return true;
+    }
+    if !matches!(family, "opus" | "sonnet" | "haiku") {
+        return false;
+    }
+    let major = parts.next().and_then(|p| p.parse::<u32>().ok());
+    // A date (8 digits) is not a minor version.
+    let minor = parts.next().filter(|p| p.len() <= 2).and_then(|p| p.parse::<u32>().ok()).unwrap_or(0);
+    major.is_some_and(|m| (m, minor) >= (4, 7))
+}
+
+/// The factor a request's token counts take when the same text is sent to
+/// `to` instead of `from`: 1.3 from the old tokenizer to the new, 1/1.3
+/// back, else 1.
+pub fn tokenizer_factor(from: &str, to: &str) -> f64 {
+    match (new_tokenizer(from), new_tokenizer(to)) {
+        (false, true) => NEW_TOKENIZER_FACTOR,
+        (true, false) => 1.0 / NEW_TOKENIZER_FACTOR,
+        _ => 1.0,
+    }
+}
+
 /// The normalized form of a model id (the rule is in the module docs). The
 /// one normalization of ctxasm: prices, minimum cacheable lengths and the
 /// thinking rule of `modeled` all look models up through it.
@@ -484,6 +521,38 @@ mod tests {
 
     fn tokens(input: u64, w5: u64, w1: u64, read: u64, output: u64) -> TokenCounts {
         TokenCounts { input, cache_write_5m: w5, cache_write_1h: w1, cache_read: read, output }
+    }
+
+    #[test]
+    fn tokenizer_generations() {
+        for m in [
+            "claude-opus-4-7",
+            "claude-opus-4-8-20260101",
+            "claude-sonnet-5",
+            "claude-opus-5-5",
+            "claude-fable-1",
+            "claude-mythos-preview",
+            "anthropic.claude-opus-4-7-v1:0",
+            "claude-haiku-4-7",
+        ] {
+            assert!(new_tokenizer(m), "{m}");
+        }
+        for m in [
+            "claude-opus-4-6",
+            "claude-sonnet-4-6",
+            "claude-sonnet-4-20250514",
+            "claude-opus-4-5-20251101",
+            "claude-3-5-sonnet-20241022",
+            "claude-haiku-4-5-20251001",
+            "gpt-4o",
+            "<synthetic>",
+        ] {
+            assert!(!new_tokenizer(m), "{m}");
+        }
+        assert_eq!(tokenizer_factor("claude-opus-4-6", "claude-opus-4-8"), 1.3);
+        assert_eq!(tokenizer_factor("claude-opus-4-8", "claude-sonnet-4-5"), 1.0 / 1.3);
+        assert_eq!(tokenizer_factor("claude-opus-4-6", "claude-sonnet-4-5"), 1.0);
+        assert_eq!(tokenizer_factor("claude-opus-4-7", "claude-sonnet-5"), 1.0);
     }
 
     #[test]

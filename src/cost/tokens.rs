@@ -24,6 +24,19 @@ pub struct TokenCounts {
 }
 
 impl TokenCounts {
+    /// Every count times `f`, rounded (the same text under another
+    /// tokenizer, [`crate::cost::pricing::tokenizer_factor`]).
+    pub fn scaled(&self, f: f64) -> Self {
+        let s = |n: u64| (n as f64 * f).round() as u64;
+        TokenCounts {
+            input: s(self.input),
+            cache_write_5m: s(self.cache_write_5m),
+            cache_write_1h: s(self.cache_write_1h),
+            cache_read: s(self.cache_read),
+            output: s(self.output),
+        }
+    }
+
     /// The counts of a `message.usage` (the TTL split when the line has one,
     /// else every cache write as 5-minute).
     pub fn from_usage(u: &Usage<'_>) -> Self {

@@ -277,3 +277,55 @@ fn one_request_is_singular() {
     has_line(&out, "  cache read error    median 0.0% p90 0.0% of recorded (0 requests read), median 0 p90 0 tokens");
     assert!(out.contains("estimator: 0 samples, "), "{out}");
 }
+
+/// `model=` counts the same text in the target's tokens (facts §2a: Claude
+/// 4.7 and later make about 30% more tokens of it). A worked example, one
+/// real Opus 4.5 session of 9 requests (`-experiments-ideas`, 1-hour cache
+/// writes): its modeled requests, read from `--per-request`, each counted
+/// ×1.3 and rounded, priced at Opus 4.8's rates (the same as 4.5's: $10 per
+/// million 1-hour writes, $0.50 reads, $25 output, $5 input), are the
+/// what-if's totals; to Sonnet 4.5 (the old tokenizer, as 4.5) the tokens
+/// stay and only the rates change (3/5 of Opus's: −40%).
+#[test]
+fn model_what_if_counts_the_target_tokenizer() {
+    let dir = "tests/fixtures/usage/claude-code-log/real_projects/-experiments-ideas";
+    let tmp = tempfile::tempdir().unwrap();
+    let per_request = tmp.path().join("per-request.jsonl");
+    let v = json_of(&[
+        "cost",
+        dir,
+        "--json",
+        "--per-request",
+        per_request.to_str().unwrap(),
+        "--what-if",
+        "model=claude-opus-4-8",
+        "--what-if",
+        "model=claude-sonnet-4-5",
+    ]);
+    let rows: Vec<Value> =
+        std::fs::read_to_string(&per_request).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 9);
+    let field = |r: &Value, k: &str| r["modeled"][k].as_u64().unwrap();
+    let keys = ["input", "cache_write_5m", "cache_write_1h", "cache_read", "output"];
+    let scaled: Vec<u64> =
+        keys.iter().map(|k| rows.iter().map(|r| (field(r, k) as f64 * 1.3).round() as u64).sum()).collect();
+    let base: Vec<u64> = keys.iter().map(|k| rows.iter().map(|r| field(r, k)).sum()).collect();
+    // Per million tokens: input 5, 5m write 6.25, 1h write 10, read 0.5, output 25.
+    let rates = [5.0, 6.25, 10.0, 0.5, 25.0];
+    let cost = |t: &[u64]| t.iter().zip(rates).map(|(n, r)| *n as f64 * r / 1e6).sum::<f64>();
+    let opus = &v["what_if"][0];
+    assert_eq!(opus["what_if"], "model=claude-opus-4-8");
+    let m = &opus["modeled"];
+    assert_eq!(m["input_tokens"].as_u64().unwrap(), scaled[0]);
+    assert_eq!(m["cache_creation_input_tokens"].as_u64().unwrap(), scaled[1] + scaled[2]);
+    assert_eq!(m["cache_read_input_tokens"].as_u64().unwrap(), scaled[3]);
+    assert_eq!(m["output_tokens"].as_u64().unwrap(), scaled[4]);
+    assert!((m["cost_usd"].as_f64().unwrap() - cost(&scaled)).abs() < 1e-5, "{m}");
+    assert!((v["modeled"]["cost_usd"].as_f64().unwrap() - cost(&base)).abs() < 1e-5);
+    // About +30%, not +0% (same rates, 1.3× the tokens).
+    let pct = opus["delta_pct"].as_f64().unwrap();
+    assert!((pct - 30.0).abs() < 0.1, "{pct}");
+    let sonnet = &v["what_if"][1];
+    assert_eq!(sonnet["modeled"]["cache_read_input_tokens"].as_u64().unwrap(), base[3]);
+    assert!((sonnet["delta_pct"].as_f64().unwrap() + 40.0).abs() < 0.01, "{sonnet}");
+}

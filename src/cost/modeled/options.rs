@@ -51,8 +51,10 @@ pub enum WhatIf {
     /// breakpoints (newest first), the last block of each earlier user
     /// message (newest first).
     Breakpoints(usize),
-    /// Every request sent to this model (`model=NAME`): its price and its
-    /// minimum cacheable length; the token counts are kept.
+    /// Every request sent to this model (`model=NAME`): its price, its
+    /// minimum cacheable length and its tokenizer (the counts ×1.3 from a
+    /// model before Claude 4.7 to one from 4.7 on, ÷1.3 the other way:
+    /// `pricing::tokenizer_factor`).
     Model(String),
     /// The system prompt longer by this many bytes (`system-prompt-growth=BYTES`,
     /// negative shrinks it), in tokens by the fitted estimator.

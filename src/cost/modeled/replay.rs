@@ -9,6 +9,7 @@ use super::blocks::{ChainIn, SessionIn};
 use super::options::{Account, ModelOptions, WarmPrefix, WhatIf};
 use super::what_if::apply_what_if;
 use crate::cost::pricing::Pricing;
+use crate::cost::pricing::tokenizer_factor;
 use crate::cost::sim::{CacheSim, ChainStep, Estimator, Place, PrefixKeys, SimRequest, SimResult, Ttl};
 use crate::cost::tokens::TokenCounts;
 
@@ -111,13 +112,22 @@ pub(super) fn replay(
             // The chain's last request: its state is not needed again.
             *cursor = Cursor::default();
         }
-        let tokens = TokenCounts {
+        let mut tokens = TokenCounts {
             input: res.input,
             cache_write_5m: res.cache_write_5m,
             cache_write_1h: res.cache_write_1h,
             cache_read: res.cache_read,
             output: r.recorded.map_or(0, |t| t.output),
         };
+        // The same text sent to a model of the other tokenizer: every count,
+        // the output's too, in its tokens (facts §2a). Which blocks hit is
+        // kept (the minimum cacheable length is not re-checked).
+        if let Some(WhatIf::Model(m)) = what_if {
+            let f = tokenizer_factor(&r.model, m);
+            if f != 1.0 {
+                tokens = tokens.scaled(f);
+            }
+        }
         out[ci][ri] =
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
     }
