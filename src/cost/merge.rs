@@ -276,6 +276,9 @@ fn merge_modeled(
     };
     let mut modeled_unpriced = BTreeMap::new();
     let mut what_if_unpriced: Vec<BTreeMap<String, Unpriced>> = vec![BTreeMap::new(); out.what_if.len()];
+    // A what-if no shard could apply is not applicable to the corpus (the
+    // first shard says why).
+    let mut applicable = vec![false; out.what_if.len()];
     let same_fit = reports.iter().all(|(_, r)| {
         r.estimator.bytes_per_token == first.estimator.bytes_per_token
             && r.estimator.unseen_prefix_median == first.estimator.unseen_prefix_median
@@ -307,6 +310,7 @@ fn merge_modeled(
         for (i, w) in r.what_if.iter().enumerate() {
             add_totals(&mut out.what_if[i].modeled, &w.modeled);
             add_unpriced(&mut what_if_unpriced[i], &w.unpriced);
+            applicable[i] |= w.not_applicable.is_none();
         }
         out.sessions.extend(r.sessions.iter().cloned());
         for (a, b) in [
@@ -336,6 +340,11 @@ fn merge_modeled(
         s.p90_relative = f64::NAN;
     }
     let baseline = out.modeled.cost_usd;
+    for (i, w) in out.what_if.iter_mut().enumerate() {
+        if !applicable[i] {
+            w.not_applicable = first.what_if[i].not_applicable.clone();
+        }
+    }
     for (w, unpriced) in out.what_if.iter_mut().zip(what_if_unpriced) {
         w.unpriced = unpriced.into_values().collect();
         w.delta_usd = w.modeled.cost_usd - baseline;

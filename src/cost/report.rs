@@ -202,6 +202,10 @@ pub fn table(r: &CostReport) -> String {
         let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
         let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
         for w in &r.what_if {
+            if let Some(why) = &w.not_applicable {
+                let _ = writeln!(o, "{:<32}{why}", w.what_if);
+                continue;
+            }
             let _ = writeln!(
                 o,
                 "{:<32}{:>14.4}{:>14}{:>10}",

@@ -329,3 +329,32 @@ fn model_what_if_counts_the_target_tokenizer() {
     assert_eq!(sonnet["modeled"]["cache_read_input_tokens"].as_u64().unwrap(), base[3]);
     assert!((sonnet["delta_pct"].as_f64().unwrap() + 40.0).abs() < 0.01, "{sonnet}");
 }
+
+/// `boundary=tools` on sessions whose tools are not in the model (no
+/// recorded prompt: one unseen prefix block) changes nothing: it says "not
+/// applicable" and why, in the table, the JSON and the HTML, instead of a
+/// +0.0% that reads as an answer. On a 2.1.328 capture (tools recorded, no
+/// breakpoint on the last one) it applies.
+#[test]
+fn boundary_tools_says_when_it_is_not_applicable() {
+    let dir = "tests/fixtures/usage/claude-code-log/real_projects/-experiments-ideas";
+    let (code, out, _) = run(&["cost", dir, "--what-if", "boundary=tools", "--what-if", "boundary=none"]);
+    assert_eq!(code, Some(0));
+    has_line(
+        &out,
+        "boundary=tools                  not applicable: no request has a tool list to mark (a session without a \
+         recorded prompt is modeled with one unseen prefix block for its tools and system prompt)",
+    );
+    assert!(out.lines().any(|l| l.starts_with("boundary=none ") && l.ends_with('%')), "{out}");
+    let v = json_of(&["cost", dir, "--json", "--what-if", "boundary=tools", "--what-if", "boundary=none"]);
+    assert!(v["what_if"][0]["not_applicable"].as_str().unwrap().starts_with("not applicable: no request has a tool"));
+    assert!(v["what_if"][1].get("not_applicable").is_none());
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("r.html");
+    let (code, _, _) = run(&["cost", dir, "--what-if", "boundary=tools", "--html", html.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<td>not applicable: no request has a tool list to mark"), "the table row says so");
+    let v = json_of(&["cost", HELLO, "--json", "--what-if", "boundary=tools"]);
+    assert!(v["what_if"][0].get("not_applicable").is_none(), "{}", v["what_if"]);
+}

@@ -97,6 +97,7 @@ fn hand_report(n_sessions: usize, turns_per: usize) -> CostReport {
                 unpriced: Vec::new(),
                 delta_usd: -1.25,
                 delta_pct: -10.0,
+                not_applicable: None,
             },
             WhatIfResult {
                 what_if: "model=<b>&co".into(),
@@ -104,6 +105,7 @@ fn hand_report(n_sessions: usize, turns_per: usize) -> CostReport {
                 unpriced: Vec::new(),
                 delta_usd: 7.5,
                 delta_pct: 60.0,
+                not_applicable: None,
             },
         ],
         recorded_by_category: CategoryCost {

@@ -62,6 +62,9 @@ pub(super) fn what_if_section(o: &mut String, r: &CostReport) {
         };
         let text = match delta {
             None => usd(v),
+            Some(_) if k > 0 && r.what_if[k - 1].not_applicable.is_some() => {
+                r.what_if[k - 1].not_applicable.clone().unwrap_or_default()
+            }
             Some((d, p)) => what_if_label(v, d, p),
         };
         w!(o, "<g class=\"what-if\"><title>{}: {}</title>", E(&name), E(&text));
@@ -102,6 +105,10 @@ fn what_if_table(o: &mut String, r: &CostReport) {
     );
     for wi in &r.what_if {
         let t = &wi.modeled;
+        if let Some(why) = &wi.not_applicable {
+            row(o, &[&wi.what_if, why, "", "", "", "", ""]);
+            continue;
+        }
         row(
             o,
             &[

@@ -8,12 +8,12 @@
 
 use super::blocks::{ChainIn, SessionIn};
 use super::options::ModelOptions;
-use super::options::WhatIf;
+use super::options::{Boundary, WhatIf};
 use super::pinning::{EstimatorReport, quantile, sorted};
 use super::replay::{Predicted, replay};
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
-use crate::cost::sim::Estimator;
+use crate::cost::sim::{Estimator, Place};
 use crate::cost::tokens::TokenCounts;
 use crate::cost::usage::{CacheCreation, PricingInfo, Totals, Unpriced, UnpricedList};
 use crate::diag::Diagnostic;
@@ -90,6 +90,11 @@ pub struct WhatIfResult {
     pub delta_usd: f64,
     #[serde(serialize_with = "json::pct")]
     pub delta_pct: f64,
+    /// Why the what-if changes no request of the corpus, when it cannot
+    /// (`boundary=tools` with no tool list to mark): its delta is then no
+    /// answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
 }
 
 /// One session's row.
@@ -360,9 +365,43 @@ pub(super) fn what_if_results(
                 unpriced: sums.unpriced.into_vec(),
                 delta_usd: delta,
                 delta_pct: if baseline > 0.0 { 100.0 * delta / baseline } else { 0.0 },
+                not_applicable: not_applicable(w, chains),
             }
         })
         .collect()
+}
+
+/// Why `w` changes no request of `chains`, when it cannot: `boundary=tools`
+/// marks the last tool of a request that has tools and no breakpoint there.
+fn not_applicable(w: &WhatIf, chains: &[ChainIn]) -> Option<String> {
+    let WhatIf::Boundary(Boundary::Tools) = w else { return None };
+    let (mut with_tools, mut marked) = (0u64, 0u64);
+    let mut path: Vec<u32> = Vec::new();
+    for c in chains {
+        path.clear();
+        for r in &c.reqs {
+            path.truncate(r.step.keep);
+            path.extend(r.step.added.clone().map(|i| i as u32));
+            let last_tool = path.iter().rposition(|&i| c.arena.get(i as usize).is_some_and(|b| b.place == Place::Tool));
+            if let Some(t) = last_tool {
+                with_tools += 1;
+                marked += u64::from(r.step.breakpoints.iter().any(|&(p, _)| p as usize == t));
+            }
+        }
+    }
+    if with_tools == 0 {
+        Some(
+            "not applicable: no request has a tool list to mark (a session without a recorded prompt \
+             is modeled with one unseen prefix block for its tools and system prompt)"
+                .to_string(),
+        )
+    } else if marked == with_tools {
+        Some(format!(
+            "not applicable: every request with tools ({with_tools}) already has a breakpoint on its last tool"
+        ))
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
