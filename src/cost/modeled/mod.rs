@@ -118,7 +118,7 @@ fn model(
     diagnostics.dedup();
     let (est, estimator) = pinning::fit_and_pin(&mut chains, opts);
     let order = replay::time_order(&chains);
-    let base = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing);
+    let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None);
     let mut rep = CostReport {
         recorded: recorded.totals,
         recorded_unpriced: recorded.unpriced,
@@ -134,7 +134,8 @@ fn model(
         ..CostReport::default()
     };
     report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing);
-    rep.what_if = report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd);
+    rep.what_if =
+        report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);
     (rep, lines)
 }
 

@@ -59,7 +59,8 @@ pub enum WhatIf {
     /// The system prompt longer by this many bytes (`system-prompt-growth=BYTES`,
     /// negative shrinks it), in tokens by the fitted estimator.
     SystemPromptGrowth(i64),
-    /// Each session its own cache (`no-cross-session-cache`).
+    /// Each session its own cache (`no-cross-session-cache`); a prefix the
+    /// baseline warmed for an unseen writer stays warm (`replay`'s docs).
     NoCrossSessionCache,
     /// `boundary=none|tools`.
     Boundary(Boundary),

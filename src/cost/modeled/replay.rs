@@ -29,6 +29,17 @@ pub(super) struct Predicted {
 /// chain of n requests costs n, not n², unless the what-if rewrites the
 /// blocks themselves (then each request is built whole, as the same
 /// numbers).
+///
+/// A chain whose first request the recorded usage shows reading a prefix
+/// is warmed before it (`ModelOptions::warm_prefix`): the prefix counts as
+/// written just before by a request the corpus does not hold. Returned
+/// beside the predictions, per chain: whether that warming made the prefix
+/// live (`false`: nothing to warm, or a session of the corpus had it live
+/// already). `no-cross-session-cache` gives each session its own cache and
+/// warms, of those chains, only the ones the baseline's warming made live
+/// (`outside`): the sharing it removes is the sharing between the sessions
+/// read, not the unseen writer's.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     sessions: &[SessionIn],
     chains: &[ChainIn],
@@ -37,7 +48,9 @@ pub(super) fn replay(
     what_if: Option<&WhatIf>,
     est: &Estimator,
     pricing: &Pricing,
-) -> Vec<Vec<Predicted>> {
+    outside: Option<&[bool]>,
+) -> (Vec<Vec<Predicted>>, Vec<bool>) {
+    let mut warmed = vec![false; chains.len()];
     let mut sim = CacheSim::new(opts.sim.clone());
     let mut out: Vec<Vec<Predicted>> = chains.iter().map(|c| vec![Predicted::default(); c.reqs.len()]).collect();
     let incremental = matches!(what_if, None | Some(WhatIf::NoCrossSessionCache | WhatIf::Model(_) | WhatIf::Ttl(_)));
@@ -58,8 +71,8 @@ pub(super) fn replay(
             WarmPrefix::Recorded => r.recorded.is_some_and(|t| t.cache_read > 0),
             WarmPrefix::Always => true,
             WarmPrefix::Never => false,
-        } && !no_cross
-            && ri == 0;
+        } && ri == 0
+            && (!no_cross || outside.is_none_or(|o| o.get(ci).copied().unwrap_or(true)));
         let cursor = &mut cursors[ci];
         let res = if incremental {
             let model = match what_if {
@@ -72,7 +85,7 @@ pub(super) fn replay(
             };
             cursor.advance(chain, &r.step);
             if warm {
-                cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
+                warmed[ci] = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
             }
             let res = cursor.step(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, opts.sim.max_breakpoints);
             req.model.clear();
@@ -104,7 +117,7 @@ pub(super) fn replay(
                 && let Some(b) =
                     req.blocks.iter().position(|b| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
             {
-                sim.warm(&req, b);
+                warmed[ci] = sim.warm(&req, b);
             }
             sim.step(&req)
         };
@@ -131,7 +144,7 @@ pub(super) fn replay(
         out[ci][ri] =
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
     }
-    out
+    (out, warmed)
 }
 
 /// Where a chain's replay stands: the arena indices of its last request's
@@ -219,12 +232,12 @@ impl Cursor {
         model: &str,
         scope: u64,
         req: &mut SimRequest,
-    ) {
+    ) -> bool {
         let bps = self.breakpoints(step, ttl);
         let Some(&(b, t)) =
             bps.iter().find(|&&(p, _)| matches!(chain.arena[self.path[p] as usize].place, Place::Tool | Place::System))
         else {
-            return;
+            return false;
         };
         req.blocks.clear();
         req.blocks.extend(self.path[..=b].iter().map(|&i| {
@@ -237,7 +250,7 @@ impl Cursor {
         req.model.push_str(model);
         req.scope = scope;
         req.at_ms = at_ms;
-        sim.warm(req, b);
+        sim.warm(req, b)
     }
 }
 
@@ -251,4 +264,69 @@ pub(super) fn time_order(chains: &[ChainIn]) -> Vec<(u64, u32, u32)> {
     }
     order.sort_unstable();
     order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::modeled::blocks::ReqIn;
+    use crate::cost::modeled::test_util::{block, user};
+    use std::sync::Arc;
+
+    /// A session of one chain of one request at `at_s` seconds: a system
+    /// block `system` of 2,000 tokens and a message of 100, a 5-minute
+    /// breakpoint on each; `read`: its recorded usage shows a cache read.
+    fn one(session: usize, at_s: u64, system: u128, msg: u128, read: bool) -> (SessionIn, ChainIn) {
+        let m5 = Some(Ttl::FiveMinutes);
+        let s =
+            SessionIn { scope_root: 1, scope_project: 1, scope_session: 100 + session as u64, ..SessionIn::default() };
+        let recorded = TokenCounts { cache_read: if read { 2000 } else { 0 }, ..TokenCounts::default() };
+        let c = ChainIn {
+            session,
+            arena: vec![block(system, 2000, m5, Place::System), block(msg, 100, m5, user(true))],
+            reqs: vec![ReqIn {
+                custom_id: format!("s{session}"),
+                at_ms: 1_000_000 + at_s * 1000,
+                model: Arc::from("claude-sonnet-4-5"),
+                recorded: Some(recorded),
+                step: ChainStep {
+                    keep: 0,
+                    added: 0..2,
+                    breakpoints: smallvec::smallvec![(0, Ttl::FiveMinutes), (1, Ttl::FiveMinutes)],
+                },
+                len: 2,
+            }],
+            ..ChainIn::default()
+        };
+        (s, c)
+    }
+
+    /// A worked example: A writes a prefix; B, another session, reads it a
+    /// minute later (the corpus explains the read); C reads a prefix nobody
+    /// in the corpus wrote (the unseen writer: warmed). Baseline: A writes
+    /// 2,100, B and C read 2,000 and write 100 each. Without cross-session
+    /// caching only B changes: it writes its 2,000 instead of reading them;
+    /// C's unseen writer stays.
+    #[test]
+    fn no_cross_session_cache_removes_the_corpus_sharing_not_the_unseen_writer() {
+        let (sa, ca) = one(0, 0, 7, 70, false);
+        let (sb, cb) = one(1, 60, 7, 71, true);
+        let (sc, cc) = one(2, 60, 8, 72, true);
+        let (sessions, chains) = (vec![sa, sb, sc], vec![ca, cb, cc]);
+        let order = time_order(&chains);
+        let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
+        let sums = |p: &[Vec<Predicted>]| -> Vec<(u64, u64)> {
+            p.iter().map(|c| (c[0].tokens.cache_read, c[0].tokens.cache_write())).collect()
+        };
+        let (base, outside) = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None);
+        assert_eq!(sums(&base), [(0, 2100), (2000, 100), (2000, 100)]);
+        assert_eq!(outside, [false, false, true]);
+        let w = WhatIf::NoCrossSessionCache;
+        let (cold, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside));
+        assert_eq!(sums(&cold), [(0, 2100), (0, 2100), (2000, 100)]);
+        // Before, the what-if dropped the unseen writer too: C wrote 2,100.
+        let all_cold = vec![false; 3];
+        let (colder, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold));
+        assert_eq!(sums(&colder), [(0, 2100), (0, 2100), (0, 2100)]);
+    }
 }

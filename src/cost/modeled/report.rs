@@ -338,6 +338,7 @@ fn finish_accuracy(acc: &mut Accuracy, read_pairs: &[(u64, u64)], write_pairs: &
 }
 
 /// One replay per what-if, each summed against the `baseline` cost.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn what_if_results(
     sessions: &[SessionIn],
     chains: &[ChainIn],
@@ -346,11 +347,12 @@ pub(super) fn what_if_results(
     est: &Estimator,
     pricing: &Pricing,
     baseline: f64,
+    outside: &[bool],
 ) -> Vec<WhatIfResult> {
     opts.what_ifs
         .iter()
         .map(|w| {
-            let res = replay(sessions, chains, order, opts, Some(w), est, pricing);
+            let (res, _) = replay(sessions, chains, order, opts, Some(w), est, pricing, Some(outside));
             let mut sums = Sums::default();
             for (c, ps) in chains.iter().zip(&res) {
                 for (r, p) in c.reqs.iter().zip(ps) {
