@@ -150,9 +150,11 @@ fn modeled_cost_lists_the_unpriced_model_on_both_sides() {
         }])
     };
     assert_eq!(v["recorded_unpriced"], unpriced(160, 50, 100));
-    assert_eq!(v["modeled_unpriced"], unpriced(250_010, 250_000, 0));
+    // The modeled request: its chain's median recorded input (3 tokens) is
+    // uncached input, out of what it wrote.
+    assert_eq!(v["modeled_unpriced"], unpriced(250_010, 249_997, 3));
     assert_eq!(v["what_if"][0]["unpriced"], json!([]));
-    assert_eq!(v["what_if"][1]["unpriced"], unpriced(250_010, 250_000, 0));
+    assert_eq!(v["what_if"][1]["unpriced"], unpriced(250_010, 249_997, 3));
     // The totals keep their six keys; the session row counts its unpriced request.
     assert_eq!(v["modeled"].as_object().map(|o| o.len()), Some(6));
     let sessions = v["sessions"].as_array().unwrap();
@@ -273,7 +275,10 @@ fn one_request_is_singular() {
     let (code, out, err) = run(&["cost", HELLO]);
     assert_eq!(code, Some(0), "{err}");
     has_line(&out, "accuracy on 1 request with recorded usage (0 without):");
-    has_line(&out, "  cost                0.0500 recorded, 0.0625 modeled: +24.93%");
+    // Nothing of it was cached (12,463 input tokens, no write): its chain's
+    // uncached tail (the median recorded input) is all of it, so the model
+    // bills it as input, not as a write (+24.93% before the tail).
+    has_line(&out, "  cost                0.0500 recorded, 0.0500 modeled: +0.00%");
     has_line(&out, "  cache read error    median 0.0% p90 0.0% of recorded (0 requests read), median 0 p90 0 tokens");
     assert!(out.contains("estimator: 0 samples, "), "{out}");
 }

@@ -51,6 +51,7 @@ pub(super) fn replay(
     outside: Option<&[bool]>,
 ) -> (Vec<Vec<Predicted>>, Vec<bool>) {
     let mut warmed = vec![false; chains.len()];
+    let tails: Vec<u64> = chains.iter().map(uncached_tail).collect();
     let mut sim = CacheSim::new(opts.sim.clone());
     let mut out: Vec<Vec<Predicted>> = chains.iter().map(|c| vec![Predicted::default(); c.reqs.len()]).collect();
     let incremental = matches!(what_if, None | Some(WhatIf::NoCrossSessionCache | WhatIf::Model(_) | WhatIf::Ttl(_)));
@@ -132,6 +133,9 @@ pub(super) fn replay(
             cache_read: res.cache_read,
             output: r.recorded.map_or(0, |t| t.output),
         };
+        if tokens.input == 0 {
+            tail_uncached(&mut tokens, tails[ci]);
+        }
         // The same text sent to a model of the other tokenizer: every count,
         // the output's too, in its tokens (facts §2a). Which blocks hit is
         // kept (the minimum cacheable length is not re-checked).
@@ -145,6 +149,34 @@ pub(super) fn replay(
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
     }
     (out, warmed)
+}
+
+/// The tokens a request sends after its last breakpoint even when the
+/// breakpoint is on its last block (the turn's framing: real usage shows
+/// 1–13 `input_tokens` on nearly every such request): the median recorded
+/// `input_tokens` of the chain's requests (0 without usage). Per chain, so a
+/// shard of the corpus gets the same.
+fn uncached_tail(c: &ChainIn) -> u64 {
+    let mut v: Vec<u64> = c.reqs.iter().filter_map(|r| r.recorded.map(|t| t.input)).collect();
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[(v.len() - 1) / 2]
+}
+
+/// A request whose blocks are all behind breakpoints: `tail` of its tokens
+/// are uncached input instead of read (or, with nothing read, written), so
+/// its total is unchanged: pinning puts the recorded total in the blocks,
+/// and the tail of an earlier request is inside what the next one reads.
+fn tail_uncached(t: &mut TokenCounts, tail: u64) {
+    for part in [&mut t.cache_read, &mut t.cache_write_5m, &mut t.cache_write_1h] {
+        if *part >= tail && *part > 0 {
+            *part -= tail;
+            t.input += tail;
+            return;
+        }
+    }
 }
 
 /// Where a chain's replay stands: the arena indices of its last request's
@@ -299,6 +331,39 @@ mod tests {
             ..ChainIn::default()
         };
         (s, c)
+    }
+
+    /// The tail: the chain's median recorded `input_tokens` (4 of 1, 4, 4,
+    /// 9 and a request without usage), moved from reads to input, else from
+    /// writes; a request with nothing to take it from keeps its counts.
+    #[test]
+    fn the_uncached_tail_comes_out_of_reads_then_writes() {
+        let (_, mut c) = one(0, 0, 7, 70, false);
+        let r = c.reqs[0].clone();
+        c.reqs = [Some(1), Some(4), None, Some(9), Some(4)]
+            .into_iter()
+            .map(|i| ReqIn { recorded: i.map(|input| TokenCounts { input, ..TokenCounts::default() }), ..r.clone() })
+            .collect();
+        assert_eq!(uncached_tail(&c), 4);
+        assert_eq!(uncached_tail(&ChainIn::default()), 0);
+        let t = |input, cache_write_5m, cache_write_1h, cache_read| TokenCounts {
+            input,
+            cache_write_5m,
+            cache_write_1h,
+            cache_read,
+            output: 7,
+        };
+        for (before, after) in [
+            (t(0, 100, 0, 2000), t(4, 100, 0, 1996)),
+            (t(0, 100, 50, 0), t(4, 96, 50, 0)),
+            (t(0, 0, 50, 0), t(4, 0, 46, 0)),
+            (t(0, 3, 0, 2), t(0, 3, 0, 2)),
+            (t(0, 0, 0, 0), t(0, 0, 0, 0)),
+        ] {
+            let mut got = before;
+            tail_uncached(&mut got, 4);
+            assert_eq!(got, after, "{before:?}");
+        }
     }
 
     /// A worked example: A writes a prefix; B, another session, reads it a
