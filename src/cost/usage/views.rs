@@ -158,7 +158,26 @@ fn ms_of(stamp: Stamp<'_>) -> Option<i64> {
 
 /// The date of instant `ms` in `tz`.
 fn date_in(ms: i64, tz: &TimeZone) -> Option<Date> {
-    jiff::Timestamp::from_millisecond(ms).ok().map(|t| t.to_zoned(tz.clone()).date())
+    jiff::Timestamp::from_millisecond(ms).ok().map(|t| tz.to_datetime(t).date())
+}
+
+/// A row's key while summing: no string is made per request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Key<'r> {
+    Day(Date),
+    Month(i16, i8),
+    /// (project, session id)
+    Session(&'r str, &'r str),
+}
+
+impl Key<'_> {
+    fn text(self) -> String {
+        match self {
+            Key::Day(d) => d.to_string(),
+            Key::Month(y, m) => format!("{y:04}-{m:02}"),
+            Key::Session(_, sid) => sid.to_string(),
+        }
+    }
 }
 
 /// The view of `requests` (in the order the rule keeps them).
@@ -171,7 +190,7 @@ pub(super) fn build<'r>(
     diagnostics.sort();
     diagnostics.dedup();
     let mut without_timestamp = 0;
-    let mut groups: BTreeMap<(String, String), Acc> = BTreeMap::new();
+    let mut groups: BTreeMap<Key<'r>, Acc> = BTreeMap::new();
     let mut timed: Vec<(i64, ReqView<'r>)> = Vec::new();
     for r in requests {
         if opts.project.as_deref().is_some_and(|p| p != r.project) {
@@ -192,9 +211,9 @@ pub(super) fn build<'r>(
             continue;
         }
         let key = match (opts.kind, date) {
-            (ViewKind::Daily, Some(d)) => (d.to_string(), String::new()),
-            (ViewKind::Monthly, Some(d)) => (format!("{:04}-{:02}", d.year(), d.month()), String::new()),
-            (ViewKind::Session, _) => (r.project.to_string(), r.session_id.to_string()),
+            (ViewKind::Daily, Some(d)) => Key::Day(d),
+            (ViewKind::Monthly, Some(d)) => Key::Month(d.year(), d.month()),
+            (ViewKind::Session, _) => Key::Session(r.project, r.session_id),
             (ViewKind::Blocks, _) => {
                 if let Some(ms) = ms {
                     timed.push((ms, r));
@@ -213,12 +232,12 @@ pub(super) fn build<'r>(
     let mut rows: Vec<ViewRow> = match opts.kind {
         ViewKind::Blocks => blocks(timed, opts),
         ViewKind::Session => {
-            let mut rows: Vec<ViewRow> = groups.into_iter().map(|((_, sid), acc)| acc.row(sid, None)).collect();
+            let mut rows: Vec<ViewRow> = groups.into_iter().map(|(k, acc)| acc.row(k.text(), None)).collect();
             // By last activity, as ccusage lists sessions.
             rows.sort_by(|a, b| a.last_timestamp.cmp(&b.last_timestamp).then_with(|| a.key.cmp(&b.key)));
             rows
         }
-        _ => groups.into_iter().map(|((k, _), acc)| acc.row(k, None)).collect(),
+        _ => groups.into_iter().map(|(k, acc)| acc.row(k.text(), None)).collect(),
     };
     let mut total = UsageSum::default();
     for row in &mut rows {
