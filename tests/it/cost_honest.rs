@@ -130,7 +130,7 @@ fn modeled_cost_lists_the_unpriced_model_on_both_sides() {
     // Was: nothing at all about the request of claude-opus-9-9.
     let (code, out, err) = run(&["cost", HAND, "--what-if", "model=claude-opus-4-8", "--what-if", "ttl=1h"]);
     assert_eq!(code, Some(0), "{err}");
-    has_line(&out, "cost (USD)                        0.9856            2.9487");
+    has_line(&out, "cost (USD)                        0.9856            2.7497");
     has_line(&out, "unpriced requests                      1                 1");
     has_line(&out, "unpriced models (no price in the built-in price table; not in the cost above):");
     has_line(&out, "  claude-opus-9-9                recorded 1 request, 160 tokens; modeled 1 request, 250010 tokens");

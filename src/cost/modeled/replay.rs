@@ -30,15 +30,20 @@ pub(super) struct Predicted {
 /// blocks themselves (then each request is built whole, as the same
 /// numbers).
 ///
-/// A chain whose first request the recorded usage shows reading a prefix
-/// is warmed before it (`ModelOptions::warm_prefix`): the prefix counts as
-/// written just before by a request the corpus does not hold. Returned
-/// beside the predictions, per chain: whether that warming made the prefix
-/// live (`false`: nothing to warm, or a session of the corpus had it live
-/// already). `no-cross-session-cache` gives each session its own cache and
-/// warms, of those chains, only the ones the baseline's warming made live
-/// (`outside`): the sharing it removes is the sharing between the sessions
-/// read, not the unseen writer's.
+/// A request whose recorded usage shows reading a prefix is warmed before
+/// it (`ModelOptions::warm_prefix`) when it is its chain's first or comes
+/// [`WARM_AFTER_MS`] or more after the one before (its chain's static
+/// prefix may have expired since): that prefix, through the first tool or
+/// system breakpoint, counts as written just before by a request the corpus
+/// does not hold (the account's other sessions: the cache is per
+/// organization, facts §1.7). Real usage shows the static prefix still read
+/// after gaps of 8 minutes to 12 hours while the messages after it are
+/// written again. Returned beside the predictions, per request: whether that
+/// warming made the prefix live (`false`: nothing to warm, or a session of
+/// the corpus had it live already). `no-cross-session-cache` gives each
+/// session its own cache and warms only where the baseline's warming made
+/// the prefix live (`outside`): the sharing it removes is the sharing
+/// between the sessions read, not the unseen writer's.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     sessions: &[SessionIn],
@@ -48,9 +53,10 @@ pub(super) fn replay(
     what_if: Option<&WhatIf>,
     est: &Estimator,
     pricing: &Pricing,
-    outside: Option<&[bool]>,
-) -> (Vec<Vec<Predicted>>, Vec<bool>) {
-    let mut warmed = vec![false; chains.len()];
+    outside: Option<&[Vec<bool>]>,
+) -> (Vec<Vec<Predicted>>, Vec<Vec<bool>>) {
+    let mut warmed: Vec<Vec<bool>> = chains.iter().map(|c| vec![false; c.reqs.len()]).collect();
+    let mut last_at: Vec<u64> = vec![0; chains.len()];
     let tails: Vec<u64> = chains.iter().map(uncached_tail).collect();
     let mut sim = CacheSim::new(opts.sim.clone());
     let mut out: Vec<Vec<Predicted>> = chains.iter().map(|c| vec![Predicted::default(); c.reqs.len()]).collect();
@@ -68,12 +74,14 @@ pub(super) fn replay(
             (_, Account::Project) => s.scope_project,
             (_, Account::Root) => s.scope_root,
         };
+        let after_gap = ri == 0 || r.at_ms.saturating_sub(last_at[ci]) >= WARM_AFTER_MS;
+        last_at[ci] = r.at_ms;
         let warm = match opts.warm_prefix {
             WarmPrefix::Recorded => r.recorded.is_some_and(|t| t.cache_read > 0),
             WarmPrefix::Always => true,
             WarmPrefix::Never => false,
-        } && ri == 0
-            && (!no_cross || outside.is_none_or(|o| o.get(ci).copied().unwrap_or(true)));
+        } && after_gap
+            && (!no_cross || outside.is_none_or(|o| o.get(ci).and_then(|c| c.get(ri)).copied().unwrap_or(true)));
         let cursor = &mut cursors[ci];
         let res = if incremental {
             let model = match what_if {
@@ -86,7 +94,7 @@ pub(super) fn replay(
             };
             cursor.advance(chain, &r.step);
             if warm {
-                warmed[ci] = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
+                warmed[ci][ri] = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
             }
             let res = cursor.step(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, opts.sim.max_breakpoints);
             req.model.clear();
@@ -118,7 +126,7 @@ pub(super) fn replay(
                 && let Some(b) =
                     req.blocks.iter().position(|b| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
             {
-                warmed[ci] = sim.warm(&req, b);
+                warmed[ci][ri] = sim.warm(&req, b);
             }
             sim.step(&req)
         };
@@ -150,6 +158,12 @@ pub(super) fn replay(
     }
     (out, warmed)
 }
+
+/// A chain's request this long after the one before may find its static
+/// prefix expired in the simulator (every request of a chain refreshes it:
+/// the 5-minute TTL, facts §1.4); it is warmed again when the recorded usage
+/// shows a read (see [`replay`]).
+pub(super) const WARM_AFTER_MS: u64 = 5 * 60 * 1000;
 
 /// The tokens a request sends after its last breakpoint even when the
 /// breakpoint is on its last block (the turn's framing: real usage shows
@@ -252,7 +266,7 @@ impl Cursor {
     }
 
     /// [`CacheSim::warm`] of the request's prefix through its first tool or
-    /// system breakpoint (the first request of a chain only: built whole).
+    /// system breakpoint.
     #[allow(clippy::too_many_arguments)]
     fn warm(
         &self,
@@ -366,6 +380,34 @@ mod tests {
         }
     }
 
+    /// A worked example of the warm prefix after a gap: one chain, three
+    /// requests of the same two blocks (a 2,000-token system prompt, a
+    /// 100-token message) at 0 s, 10 min and 20 min. The first writes 2,100.
+    /// At 10 min everything has expired (5-minute TTL); the recorded usage
+    /// shows a read, so the static prefix is warm (kept by the account's
+    /// other sessions): 2,000 read, 100 written. At 20 min the recorded
+    /// usage shows no read: nothing is warmed, 2,100 written. 4 min after
+    /// the first, nothing had expired: no warming needed (a plain hit).
+    #[test]
+    fn the_static_prefix_is_warm_again_after_a_gap_when_the_usage_shows_a_read() {
+        let (s, mut c) = one(0, 0, 7, 70, false);
+        let r = c.reqs[0].clone();
+        let at = |s: u64, read: bool| ReqIn {
+            at_ms: 1_000_000 + s * 1000,
+            recorded: Some(TokenCounts { cache_read: if read { 2000 } else { 0 }, ..TokenCounts::default() }),
+            step: ChainStep { keep: 2, added: 2..2, ..r.step.clone() },
+            ..r.clone()
+        };
+        c.reqs = vec![r.clone(), at(600, true), at(1200, false), at(1440, true)];
+        let chains = vec![c];
+        let order = time_order(&chains);
+        let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
+        let (got, warmed) = replay(&[s], &chains, &order, &opts, None, &est, &pricing, None);
+        let rw: Vec<(u64, u64)> = got[0].iter().map(|p| (p.tokens.cache_read, p.tokens.cache_write())).collect();
+        assert_eq!(rw, [(0, 2100), (2000, 100), (0, 2100), (2100, 0)]);
+        assert_eq!(warmed, [[false, true, false, false]]);
+    }
+
     /// A worked example: A writes a prefix; B, another session, reads it a
     /// minute later (the corpus explains the read); C reads a prefix nobody
     /// in the corpus wrote (the unseen writer: warmed). Baseline: A writes
@@ -385,12 +427,12 @@ mod tests {
         };
         let (base, outside) = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None);
         assert_eq!(sums(&base), [(0, 2100), (2000, 100), (2000, 100)]);
-        assert_eq!(outside, [false, false, true]);
+        assert_eq!(outside, [[false], [false], [true]]);
         let w = WhatIf::NoCrossSessionCache;
         let (cold, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside));
         assert_eq!(sums(&cold), [(0, 2100), (0, 2100), (2000, 100)]);
         // Before, the what-if dropped the unseen writer too: C wrote 2,100.
-        let all_cold = vec![false; 3];
+        let all_cold = vec![vec![false]; 3];
         let (colder, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold));
         assert_eq!(sums(&colder), [(0, 2100), (0, 2100), (0, 2100)]);
     }

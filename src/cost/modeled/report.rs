@@ -347,7 +347,7 @@ pub(super) fn what_if_results(
     est: &Estimator,
     pricing: &Pricing,
     baseline: f64,
-    outside: &[bool],
+    outside: &[Vec<bool>],
 ) -> Vec<WhatIfResult> {
     opts.what_ifs
         .iter()
