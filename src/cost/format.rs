@@ -215,8 +215,23 @@ pub mod json {
     }
 }
 
+/// What a what-if would have billed: the recorded `bill` plus the modeled
+/// `delta` as shown (to the 1/10,000 USD), never below 0, so a delta shown
+/// as +0.0000 leaves the bill as shown.
+pub fn would_have_paid(bill: f64, delta: f64) -> f64 {
+    (bill + (delta * 1e4).round() / 1e4).max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn would_have_paid_adds_the_delta_as_shown() {
+        // A delta shown as +0.0000 leaves the bill as shown.
+        assert_eq!(format!("{:.4}", would_have_paid(38.37937, -0.00004)), "38.3794");
+        assert_eq!(format!("{:.4}", would_have_paid(9.0877, 0.7618)), "9.8495");
+        assert_eq!(would_have_paid(1.0, -2.0), 0.0);
+    }
+
     use super::*;
 
     #[test]

@@ -199,21 +199,37 @@ pub fn table(r: &CostReport) -> String {
     );
     if !r.what_if.is_empty() {
         let _ = writeln!(o);
-        let _ = writeln!(o, "{:<32}{:>14}{:>14}{:>10}", "what-if", "modeled USD", "delta USD", "delta");
-        let _ = writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd);
+        // The bill a what-if gives: the recorded one plus the modeled
+        // change (the model's own error is in both of its runs); without a
+        // recorded bill, the modeled figures alone.
+        let bill = Some(r.recorded.cost_usd).filter(|b| *b > 0.0);
+        let paid = if bill.is_some() { "you'd have paid" } else { "" };
+        let head = format!("{:<32}{:>14}{:>14}{:>10}{:>17}", "what-if", "modeled USD", "delta USD", "delta", paid);
+        let _ = writeln!(o, "{}", head.trim_end());
+        match bill {
+            Some(b) => writeln!(o, "{:<32}{:>14.4}{:>41.4} (the bill)", "(baseline)", r.modeled.cost_usd, b),
+            None => writeln!(o, "{:<32}{:>14.4}", "(baseline)", r.modeled.cost_usd),
+        }
+        .ok();
         for w in &r.what_if {
             if let Some(why) = &w.not_applicable {
                 let _ = writeln!(o, "{:<32}{why}", w.what_if);
                 continue;
             }
+            let paid = bill
+                .map(|b| format!("{:>17.4}", crate::cost::format::would_have_paid(b, w.delta_usd)))
+                .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "{:<32}{:>14.4}{:>14}{:>10}",
+                "{:<32}{:>14.4}{:>14}{:>10}{paid}",
                 w.what_if,
                 w.modeled.cost_usd,
                 plain_signed_usd(w.delta_usd),
-                plain_signed_pct(w.delta_pct)
+                plain_signed_pct(w.delta_pct),
             );
+        }
+        if let Some(b) = bill {
+            let _ = writeln!(o, "  you'd have paid: the recorded bill ({b:.4} USD) plus the what-if's modeled change");
         }
         // A delta over other requests than the baseline's says so.
         let base = unpriced_requests(&r.modeled_unpriced);

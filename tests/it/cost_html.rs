@@ -293,6 +293,14 @@ fn hand_made_report() {
     assert!(html.contains("ttl=1h"));
     assert!(html.contains("$11.2500 (-$1.2500, -10.0%)"));
     assert!(html.contains("$20.0000 (+$7.5000, +60.0%)"));
+    // In the payer's terms: the recorded bill ($12.3456) plus each change.
+    assert!(
+        html.contains("<li><code>ttl=1h</code>: you would have paid <b>$11.0956</b> instead of $12.3456 (-10.0%)</li>")
+    );
+    assert!(html.contains(
+        "<li><code>model=&lt;b&gt;&amp;co</code>: you would have paid <b>$19.8456</b> instead of $12.3456 (+60.0%)</li>"
+    ));
+    assert!(html.contains("<td>$12.3456 (the bill)</td>") && html.contains("<td>$11.0956</td>"));
     assert_eq!(dollars(-1.25), "-$1.2500");
     assert_eq!(signed_dollars(7.5), "+$7.5000");
     // 12 panels of 15 sessions; 20 bars max (15 here, each two bars).

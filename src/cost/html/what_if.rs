@@ -26,6 +26,25 @@ pub(super) fn what_if_section(o: &mut String, r: &CostReport) {
         return;
     }
     let base = r.modeled.cost_usd;
+    // In the payer's terms first: the bill each what-if would have made.
+    let bill = r.recorded.cost_usd;
+    if bill > 0.0 {
+        o.push_str("<ul id=\"what-if-paid\">\n");
+        for w in r.what_if.iter().filter(|w| w.not_applicable.is_none()) {
+            w!(
+                o,
+                "<li><code>{}</code>: you would have paid <b>{}</b> instead of {} ({})</li>\n",
+                E(&w.what_if),
+                usd(crate::cost::format::would_have_paid(bill, w.delta_usd)),
+                usd(bill),
+                signed_pct(w.delta_pct)
+            );
+        }
+        o.push_str(
+            "</ul>\n<p class=\"note\">The recorded bill plus the change the model gives each scenario; the \
+             chart and the table show the model's own figures.</p>\n",
+        );
+    }
     let (x0, x1, y0, rh) = (230.0, W - 230.0, 34.0, 26.0);
     let n = r.what_if.len() + 1;
     let y1 = y0 + rh * n as f64 + 4.0;
@@ -89,7 +108,11 @@ pub(super) fn what_if_section(o: &mut String, r: &CostReport) {
 /// The table of the baseline and every what-if.
 fn what_if_table(o: &mut String, r: &CostReport) {
     let base = r.modeled.cost_usd;
-    o.push_str("<table id=\"what-if-table\"><thead><tr><th>Scenario</th><th>Modeled USD</th><th>Δ USD</th><th>Δ %</th><th>Cache read tokens</th><th>Cache write tokens</th><th>Hit ratio</th></tr></thead><tbody>\n");
+    // The recorded bill plus each what-if's modeled change (none without a
+    // recorded bill).
+    let bill = Some(r.recorded.cost_usd).filter(|b| *b > 0.0);
+    let paid = |delta: f64| bill.map(|b| usd(crate::cost::format::would_have_paid(b, delta))).unwrap_or_default();
+    o.push_str("<table id=\"what-if-table\"><thead><tr><th>Scenario</th><th>Modeled USD</th><th>Δ USD</th><th>Δ %</th><th>You'd have paid</th><th>Cache read tokens</th><th>Cache write tokens</th><th>Hit ratio</th></tr></thead><tbody>\n");
     let m = &r.modeled;
     row(
         o,
@@ -98,6 +121,7 @@ fn what_if_table(o: &mut String, r: &CostReport) {
             &usd(base),
             "",
             "",
+            &bill.map(|b| format!("{} (the bill)", usd(b))).unwrap_or_default(),
             &int(m.cache_read_input_tokens),
             &int(m.cache_creation_input_tokens),
             &opt_pct(totals_hit(m)),
@@ -106,7 +130,7 @@ fn what_if_table(o: &mut String, r: &CostReport) {
     for wi in &r.what_if {
         let t = &wi.modeled;
         if let Some(why) = &wi.not_applicable {
-            row(o, &[&wi.what_if, why, "", "", "", "", ""]);
+            row(o, &[&wi.what_if, why, "", "", "", "", "", ""]);
             continue;
         }
         row(
@@ -116,6 +140,7 @@ fn what_if_table(o: &mut String, r: &CostReport) {
                 &usd(t.cost_usd),
                 &signed_usd(wi.delta_usd),
                 &signed_pct(wi.delta_pct),
+                &paid(wi.delta_usd),
                 &int(t.cache_read_input_tokens),
                 &int(t.cache_creation_input_tokens),
                 &opt_pct(totals_hit(t)),
