@@ -209,6 +209,11 @@ pub mod json {
         }
     }
 
+    /// A map of [`usd`]s.
+    pub fn usd_map<S: Serializer>(m: &std::collections::BTreeMap<String, f64>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (k, super::round_usd(*v))))
+    }
+
     /// A map of [`ratio`]s.
     pub fn ratio_map<S: Serializer>(m: &std::collections::BTreeMap<&str, f64>, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(m.iter().map(|(k, v)| (k, super::round_to(*v, 1e6))))

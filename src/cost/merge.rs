@@ -263,6 +263,7 @@ fn merge_modeled(
     }
     let mut out = CostReport {
         recorded: recorded.totals,
+        bill: recorded.headline(),
         recorded_unpriced: recorded.unpriced.clone(),
         account: first.account.clone(),
         pricing: recorded.pricing.clone(),

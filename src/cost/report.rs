@@ -160,9 +160,53 @@ fn unpriced_requests(list: &[Unpriced]) -> u64 {
     list.iter().map(|u| u.requests).sum()
 }
 
-/// `cost`: recorded against modeled, accuracy, estimator, what-ifs.
+/// The bill at a glance, the first lines of `cost`: what was spent, over
+/// which days, on which models and projects (the largest first), per month.
+fn headline_lines(o: &mut String, r: &CostReport) {
+    let (t, b) = (&r.recorded, &r.bill);
+    if t.requests == 0 {
+        let _ = writeln!(o, "no recorded usage in these transcripts: the figures below are the model's only");
+        let _ = writeln!(o);
+        return;
+    }
+    let period = match (&b.first_day, &b.last_day) {
+        (Some(a), Some(z)) if a == z => format!(" on {a}"),
+        (Some(a), Some(z)) => format!(" from {a} to {z}"),
+        _ => String::new(),
+    };
+    let _ = writeln!(o, "spent {:.2} USD on {}{period} (the recorded bill)", t.cost_usd, count(t.requests, "request"));
+    // The largest `n` of `m` by cost, the rest summed.
+    let top = |m: &BTreeMap<String, f64>, n: usize| {
+        let mut v: Vec<(&String, f64)> = m.iter().map(|(k, c)| (k, *c)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        let mut parts: Vec<String> = v.iter().take(n).map(|(k, c)| format!("{k} {c:.2}")).collect();
+        if v.len() > n {
+            let rest: f64 = v[n..].iter().map(|(_, c)| c).sum();
+            parts.push(format!("{} more {rest:.2}", v.len() - n));
+        }
+        parts.join(", ")
+    };
+    let _ = writeln!(o, "  by model     {}", top(&b.by_model, 3));
+    let _ = writeln!(o, "  by project   {}", top(&b.by_project, 3));
+    // Months in order, the last six.
+    let months: Vec<String> = b.by_month.iter().map(|(m, c)| format!("{m} {c:.2}")).collect();
+    let skip = months.len().saturating_sub(6);
+    let earlier = if skip > 0 { format!("({skip} earlier) ") } else { String::new() };
+    let _ = writeln!(o, "  by month     {earlier}{}", months[skip..].join(", "));
+    let cc = &b.cache_creation;
+    let _ = writeln!(
+        o,
+        "  cache writes {} tokens at 5 minutes, {} at 1 hour",
+        cc.ephemeral_5m_input_tokens, cc.ephemeral_1h_input_tokens
+    );
+    let _ = writeln!(o);
+}
+
+/// `cost`: the bill at a glance, recorded against modeled, accuracy, the
+/// what-ifs, then the estimator.
 pub fn table(r: &CostReport) -> String {
     let mut o = String::new();
+    headline_lines(&mut o, r);
     let row = |o: &mut String, name: &str, f: &dyn Fn(&Totals) -> String| {
         let _ = writeln!(o, "{:<22}{:>18}{:>18}", name, f(&r.recorded), f(&r.modeled));
     };
@@ -175,28 +219,6 @@ pub fn table(r: &CostReport) -> String {
     row(&mut o, "cost (USD)", &|t| format!("{:.4}", t.cost_usd));
     unpriced_lines(&mut o, r);
     accuracy_lines(&mut o, &r.accuracy);
-    let e = &r.estimator;
-    let bpt: Vec<String> = e
-        .bytes_per_token
-        .iter()
-        .filter(|(k, _)| **k != "image")
-        .map(|(k, v)| match v {
-            v if v.is_finite() => format!("{k} {v:.2}"),
-            // A merge of shards that fitted their own.
-            v if v.is_nan() => format!("{k} n/a"),
-            _ => format!("{k} -"),
-        })
-        .collect();
-    let _ = writeln!(
-        o,
-        "estimator: {}, bytes/token {}; error median {} p90 {}; {} pinned to usage, {} estimated",
-        count(e.samples, "sample"),
-        bpt.join(", "),
-        plain_pct(e.median_relative_error),
-        plain_pct(e.p90_relative_error),
-        count(e.blocks_pinned, "block"),
-        e.blocks_estimated
-    );
     if !r.what_if.is_empty() {
         let _ = writeln!(o);
         // The bill a what-if gives: the recorded one plus the modeled
@@ -245,6 +267,28 @@ pub fn table(r: &CostReport) -> String {
             }
         }
     }
+    let e = &r.estimator;
+    let bpt: Vec<String> = e
+        .bytes_per_token
+        .iter()
+        .filter(|(k, _)| **k != "image")
+        .map(|(k, v)| match v {
+            v if v.is_finite() => format!("{k} {v:.2}"),
+            // A merge of shards that fitted their own.
+            v if v.is_nan() => format!("{k} n/a"),
+            _ => format!("{k} -"),
+        })
+        .collect();
+    let _ = writeln!(
+        o,
+        "how the model counts tokens (estimator): {}, bytes/token {}; error median {} p90 {}; {} pinned to usage, {} estimated",
+        count(e.samples, "sample"),
+        bpt.join(", "),
+        plain_pct(e.median_relative_error),
+        plain_pct(e.p90_relative_error),
+        count(e.blocks_pinned, "block"),
+        e.blocks_estimated
+    );
     let _ = writeln!(o, "sessions share a cache per {}; {}", r.account, prices_line(&r.pricing));
     o
 }

@@ -280,7 +280,7 @@ fn one_request_is_singular() {
     // bills it as input, not as a write (+24.93% before the tail).
     has_line(&out, "  cost                0.0500 recorded, 0.0500 modeled: +0.00%");
     has_line(&out, "  cache read error    median 0.0% p90 0.0% of recorded (0 requests read), median 0 p90 0 tokens");
-    assert!(out.contains("estimator: 0 samples, "), "{out}");
+    assert!(out.contains("how the model counts tokens (estimator): 0 samples, "), "{out}");
 }
 
 /// `model=` counts the same text in the target's tokens (facts §2a: Claude
@@ -378,4 +378,83 @@ fn what_ifs_say_what_you_would_have_paid() {
     );
     has_line(&out, "ttl=1h                                  9.1216       +0.7618     +9.1%           9.8495");
     has_line(&out, "  you'd have paid: the recorded bill (9.0877 USD) plus the what-if's modeled change");
+}
+
+/// The bill comes first (issue 16): what was spent, over which days, by
+/// model, project and month; the months are ccusage 20.0.24's own
+/// (`monthly --json -z UTC`, committed) to the millionth of a dollar.
+#[test]
+fn the_report_opens_with_the_bill() {
+    const REAL: &str = "tests/fixtures/usage/claude-code-log/real_projects";
+    let (code, out, err) = run(&["cost", REAL]);
+    assert_eq!(code, Some(0), "{err}");
+    let head: Vec<&str> = out.lines().take(6).collect();
+    assert_eq!(
+        head,
+        [
+            "spent 2.33 USD on 68 requests from 2025-07-19 to 2026-02-16 (the recorded bill)",
+            "  by model     claude-sonnet-4-5-20250929 1.48, claude-opus-4-20250514 0.47, claude-opus-4-6 0.21, 2 more \
+             0.16",
+            "  by project   -Users-dain-workspace-JSSoundRecorder 1.49, -Users-dain-workspace-claude-code-log-sample \
+             0.47, -experiments-ideas 0.21, 1 more 0.15",
+            "  by month     2025-07 0.47, 2025-11 1.49, 2026-01 0.15, 2026-02 0.21",
+            "  cache writes 258273 tokens at 5 minutes, 9036 at 1 hour",
+            "",
+        ]
+    );
+    let v = json_of(&["cost", REAL, "--json"]);
+    let theirs: Value =
+        serde_json::from_str(&std::fs::read_to_string("tests/fixtures/usage/ccusage-20.0.24/monthly.json").unwrap())
+            .unwrap();
+    let months = theirs["monthly"].as_array().unwrap();
+    assert_eq!(v["bill"]["by_month"].as_object().unwrap().len(), months.len());
+    for m in months {
+        let ours = v["bill"]["by_month"][m["month"].as_str().unwrap()].as_f64().unwrap();
+        assert!((ours - m["totalCost"].as_f64().unwrap()).abs() < 1e-6, "{m}");
+    }
+    let by_model: f64 = v["bill"]["by_model"].as_object().unwrap().values().filter_map(Value::as_f64).sum();
+    assert!((by_model - v["recorded"]["cost_usd"].as_f64().unwrap()).abs() < 1e-5);
+    assert_eq!(
+        v["bill"]["cache_creation"],
+        json!({"ephemeral_5m_input_tokens": 258273, "ephemeral_1h_input_tokens": 9036})
+    );
+    // The same in the page, first.
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("r.html");
+    let (code, _, _) = run(&["cost", REAL, "--html", html.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let bill = page.find("<section id=\"bill\">").expect("a bill section");
+    assert!(bill < page.find("<section id=\"summary\">").unwrap(), "the bill before the summary");
+    assert!(page.contains(
+        "<p class=\"lead\">Spent <b>$2.3272</b> on 68 requests from 2025-07-19 to 2026-02-16 (the recorded bill).</p>"
+    ));
+    assert!(page.contains("<tr><th>2025-11</th><td>$1.4912</td></tr>"));
+    assert!(page.contains("<tr><th>Cache write 5m / 1h</th><td>258,273 / 9,036</td>"));
+}
+
+/// Without recorded usage the report says so first instead of a $0 bill.
+#[test]
+fn no_recorded_usage_says_so_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src =
+        std::fs::read_to_string(format!("{HAND}/-hand-project/aaaa0000-0000-4000-8000-000000000001.jsonl")).unwrap();
+    let mut lines = Vec::new();
+    for l in src.lines() {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        if let Some(m) = v.get_mut("message").and_then(Value::as_object_mut) {
+            m.remove("usage");
+        }
+        lines.push(v.to_string());
+    }
+    let dir = tmp.path().join("-p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("aaaa0000-0000-4000-8000-000000000001.jsonl"), lines.join("\n") + "\n").unwrap();
+    let (code, out, err) = run(&["cost", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out.lines().next(),
+        Some("no recorded usage in these transcripts: the figures below are the model's only"),
+        "{out}"
+    );
 }

@@ -65,6 +65,7 @@ pub use what_if::what_if_label;
 pub fn render(r: &CostReport) -> String {
     let mut o = String::with_capacity(32 * 1024 + r.sessions.len() * 400 + r.turns.len().min(50_000) * 24);
     page::head(&mut o);
+    page::headline(&mut o, r);
     page::summary(&mut o, r);
     hit_ratio::hit_ratio_chart(&mut o, r);
     cost_bars::cost_by_session_chart(&mut o, r);

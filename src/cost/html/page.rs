@@ -20,7 +20,7 @@ body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica
 main{max-width:980px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:24px;margin:8px 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-p.note{color:var(--mute);margin:4px 0 10px}
+p.note{color:var(--mute);margin:4px 0 10px}p.lead{font-size:17px;margin:6px 0 10px}
 nav a{margin-right:12px;color:var(--mod)}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{padding:3px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
@@ -67,6 +67,58 @@ pub(super) fn row(o: &mut String, cells: &[&str]) {
     o.push_str("</tr>\n");
 }
 
+/// The bill at a glance, first on the page: what was spent, over which
+/// days, by model, month and project (the recorded usage).
+pub(super) fn headline(o: &mut String, r: &CostReport) {
+    section(o, "bill", "The bill");
+    let (t, b) = (&r.recorded, &r.bill);
+    if t.requests == 0 {
+        o.push_str("<p class=\"lead\">No recorded usage in these transcripts: the figures below are the model's only.</p>\n</section>\n");
+        return;
+    }
+    let period = match (&b.first_day, &b.last_day) {
+        (Some(a), Some(z)) if a == z => format!(" on {a}"),
+        (Some(a), Some(z)) => format!(" from {a} to {z}"),
+        _ => String::new(),
+    };
+    w!(
+        o,
+        "<p class=\"lead\">Spent <b>{}</b> on {} request{}{} (the recorded bill).</p>\n<div class=\"grid\">\n",
+        E(&usd(t.cost_usd)),
+        int(t.requests),
+        if t.requests == 1 { "" } else { "s" },
+        E(&period)
+    );
+    // By cost, the largest first; `n` rows, the rest summed.
+    let mut by_cost = |id: &str, title: &str, m: &BTreeMap<String, f64>, n: usize| {
+        let mut v: Vec<(&String, f64)> = m.iter().map(|(k, c)| (k, *c)).collect();
+        v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        w!(o, "<div>\n<h3>{}</h3>\n<table id=\"{id}\"><tbody>\n", E(title));
+        for (k, c) in v.iter().take(n) {
+            row(o, &[k, &usd(*c)]);
+        }
+        if v.len() > n {
+            let rest: f64 = v[n..].iter().map(|(_, c)| c).sum();
+            row(o, &[&format!("{} more", v.len() - n), &usd(rest)]);
+        }
+        o.push_str("</tbody></table>\n</div>\n");
+    };
+    by_cost("bill-by-model", "By model", &b.by_model, 8);
+    by_cost("bill-by-project", "By project", &b.by_project, 8);
+    o.push_str("<div>\n<h3>By month (UTC)</h3>\n<table id=\"bill-by-month\"><tbody>\n");
+    for (m, c) in &b.by_month {
+        row(o, &[m, &usd(*c)]);
+    }
+    o.push_str("</tbody></table>\n</div>\n</div>\n");
+    w!(
+        o,
+        "<p class=\"note\">Cache writes: {} tokens at the 5-minute TTL, {} at 1 hour. Per day: <code>ctxasm cost daily</code>; \
+         per 5-hour billing block: <code>ctxasm cost blocks</code>.</p>\n</section>\n",
+        int(b.cache_creation.ephemeral_5m_input_tokens),
+        int(b.cache_creation.ephemeral_1h_input_tokens)
+    );
+}
+
 pub(super) fn summary(o: &mut String, r: &CostReport) {
     section(o, "summary", "Summary");
     let (rec, m) = (&r.recorded, &r.modeled);
@@ -87,8 +139,12 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     row(
         o,
         &[
-            "Cache write 5m / 1h (modeled)",
-            "–",
+            "Cache write 5m / 1h",
+            &format!(
+                "{} / {}",
+                int(r.bill.cache_creation.ephemeral_5m_input_tokens),
+                int(r.bill.cache_creation.ephemeral_1h_input_tokens)
+            ),
             &format!(
                 "{} / {}",
                 int(r.modeled_cache_creation.ephemeral_5m_input_tokens),

@@ -109,6 +109,7 @@ fn model(
     let (mut sessions, mut chains, mut diagnostics, recorded, lines) =
         blocks::read_corpus(disc, run, assembler, opts, keep_lines);
     let recorded = recorded.finish(pricing);
+    let bill = recorded.headline();
     for s in &mut sessions {
         diagnostics.append(&mut s.diagnostics);
     }
@@ -121,6 +122,7 @@ fn model(
     let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None);
     let mut rep = CostReport {
         recorded: recorded.totals,
+        bill,
         recorded_unpriced: recorded.unpriced,
         account: match opts.account {
             Account::Root => "root",

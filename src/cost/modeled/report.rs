@@ -15,7 +15,7 @@ use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
 use crate::cost::sim::{Estimator, Place};
 use crate::cost::tokens::TokenCounts;
-use crate::cost::usage::{CacheCreation, PricingInfo, Totals, Unpriced, UnpricedList};
+use crate::cost::usage::{CacheCreation, Headline, PricingInfo, Totals, Unpriced, UnpricedList};
 use crate::diag::Diagnostic;
 use serde::{Deserialize, Serialize};
 
@@ -167,6 +167,10 @@ impl CategoryCost {
 pub struct CostReport {
     /// The recorded usage of the corpus, as `cost --recorded-only` counts it.
     pub recorded: Totals,
+    /// The bill at a glance (recorded usage): period, cost by month, model
+    /// and project, the writes' TTL split.
+    #[serde(default)]
+    pub bill: Headline,
     /// The simulator's prediction for every assembled request.
     pub modeled: Totals,
     /// Recorded requests of models without a price: in the token counts of

@@ -105,8 +105,8 @@ mod views;
 
 pub use dedup::dedup_files;
 pub use report::{
-    CacheCreation, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList, UsageSum,
-    recorded_report_and_lines,
+    CacheCreation, Headline, ModelUsage, PricingInfo, RecordedReport, SessionUsage, Totals, Unpriced, UnpricedList,
+    UsageSum, recorded_report_and_lines,
 };
 pub use stream::{CorpusUsage, SessionLines};
 pub use views::{BLOCK_MS, BlockInfo, UsageView, ViewKind, ViewOptions, ViewRow};

@@ -185,6 +185,47 @@ pub struct RecordedReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The bill at a glance, for the top of `cost`'s reports: when it ran, what
+/// it cost per month, model and project, and its writes' TTL split.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Headline {
+    /// The first and last UTC day with a request (`None` without a
+    /// timestamp).
+    pub first_day: Option<String>,
+    pub last_day: Option<String>,
+    /// Cost in USD by UTC month (`YYYY-MM`; `unknown` without a timestamp).
+    #[serde(serialize_with = "crate::cost::format::json::usd_map")]
+    pub by_month: BTreeMap<String, f64>,
+    /// Cost in USD by model as recorded.
+    #[serde(serialize_with = "crate::cost::format::json::usd_map")]
+    pub by_model: BTreeMap<String, f64>,
+    /// Cost in USD by project.
+    #[serde(serialize_with = "crate::cost::format::json::usd_map")]
+    pub by_project: BTreeMap<String, f64>,
+    /// The recorded writes' TTL split.
+    pub cache_creation: CacheCreation,
+}
+
+impl RecordedReport {
+    /// [`Headline`] of this report's sums.
+    pub fn headline(&self) -> Headline {
+        let days = || self.by_day.keys().filter(|d| d.as_str() != "unknown");
+        let mut by_month: BTreeMap<String, f64> = BTreeMap::new();
+        for (d, sum) in &self.by_day {
+            let month = if d == "unknown" { d.as_str() } else { d.get(..7).unwrap_or(d) };
+            *by_month.entry(month.to_string()).or_default() += sum.totals.cost_usd;
+        }
+        Headline {
+            first_day: days().next().cloned(),
+            last_day: days().next_back().cloned(),
+            by_month,
+            by_model: self.by_model.iter().map(|(m, u)| (m.clone(), u.usage.totals.cost_usd)).collect(),
+            by_project: self.by_project.iter().map(|(p, u)| (p.clone(), u.totals.cost_usd)).collect(),
+            cache_creation: self.cache_creation,
+        }
+    }
+}
+
 /// A request's timestamp as the report reads it.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Stamp<'r> {
