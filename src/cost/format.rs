@@ -227,8 +227,27 @@ pub fn would_have_paid(bill: f64, delta: f64) -> f64 {
     (bill + (delta * 1e4).round() / 1e4).max(0.0)
 }
 
+/// A pause in words a person reads: seconds under 2 minutes, minutes
+/// under 2 hours, hours under 2 days, else days (rounded down).
+pub fn pause(secs: u64) -> String {
+    match secs {
+        s if s < 120 => format!("{s} s"),
+        s if s < 7200 => format!("{} min", s / 60),
+        s if s < 172_800 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::pause;
+
+    #[test]
+    fn pauses_read_as_words() {
+        let got: Vec<String> = [0, 119, 120, 7199, 7200, 172_799, 172_800].into_iter().map(pause).collect();
+        assert_eq!(got, ["0 s", "119 s", "2 min", "119 min", "2 h", "47 h", "2 days"]);
+    }
+
     #[test]
     fn would_have_paid_adds_the_delta_as_shown() {
         // A delta shown as +0.0000 leaves the bill as shown.

@@ -325,6 +325,7 @@ fn merge_modeled(
             a.output += b.output;
         }
         out.rejected_requests += r.rejected_requests;
+        out.ttl_misses.merge(&r.ttl_misses);
     }
     out.modeled_unpriced = modeled_unpriced.into_values().collect();
     out.sessions.sort_by(|a, b| (&a.project, &a.session_id).cmp(&(&b.project, &b.session_id)));

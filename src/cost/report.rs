@@ -3,7 +3,7 @@
 //! Returns strings (the CLI prints them); the formatting of numbers is
 //! `cost::format`'s, the page is `cost::html`'s.
 
-use super::format::{count, plain_pct, plain_signed_pct, plain_signed_usd, plain_tokens};
+use super::format::{count, pause, plain_pct, plain_signed_pct, plain_signed_usd, plain_tokens};
 use super::modeled::{Accuracy, CostReport};
 use super::usage::{PricingInfo, RecordedReport, Totals, Unpriced, UsageSum, UsageView, ViewKind, ViewRow};
 use std::collections::BTreeMap;
@@ -199,6 +199,34 @@ fn headline_lines(o: &mut String, r: &CostReport) {
         "  cache writes {} tokens at 5 minutes, {} at 1 hour",
         cc.ephemeral_5m_input_tokens, cc.ephemeral_1h_input_tokens
     );
+    let m = &r.ttl_misses;
+    if m.requests > 0 {
+        let (short, long) =
+            m.sessions.iter().fold((u64::MAX, 0), |(a, b), s| (a.min(s.shortest_pause_s), b.max(s.longest_pause_s)));
+        let share = if t.cost_usd > 0.0 { 100.0 * m.extra_cost_usd / t.cost_usd } else { 0.0 };
+        let pauses = match (pause(short), pause(long)) {
+            (a, b) if a == b && m.requests == 1 => format!("a pause of {a}"),
+            (a, b) if a == b => format!("pauses of {a}"),
+            (a, b) => format!("pauses of {a} to {b}"),
+        };
+        let _ = writeln!(
+            o,
+            "  cache expired during pauses: {} wrote again {} tokens after {pauses}: {:.2} USD more than reading \
+             them ({share:.1}% of the bill)",
+            count(m.requests, "request"),
+            m.tokens_rewritten,
+            m.extra_cost_usd
+        );
+        let top: Vec<String> = m
+            .sessions
+            .iter()
+            .take(3)
+            .map(|s| {
+                format!("{} {} {:.2}", s.project, s.session_id.get(..8).unwrap_or(&s.session_id), s.extra_cost_usd)
+            })
+            .collect();
+        let _ = writeln!(o, "    most in {}", top.join(", "));
+    }
     let _ = writeln!(o);
 }
 

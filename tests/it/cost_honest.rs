@@ -388,7 +388,7 @@ fn the_report_opens_with_the_bill() {
     const REAL: &str = "tests/fixtures/usage/claude-code-log/real_projects";
     let (code, out, err) = run(&["cost", REAL]);
     assert_eq!(code, Some(0), "{err}");
-    let head: Vec<&str> = out.lines().take(6).collect();
+    let head: Vec<&str> = out.lines().take(8).collect();
     assert_eq!(
         head,
         [
@@ -399,6 +399,11 @@ fn the_report_opens_with_the_bill() {
              0.47, -experiments-ideas 0.21, 1 more 0.15",
             "  by month     2025-07 0.47, 2025-11 1.49, 2026-01 0.15, 2026-02 0.21",
             "  cache writes 258273 tokens at 5 minutes, 9036 at 1 hour",
+            // 7acd37a8 wrote its 57,841 cached tokens again after 10 min 35 s
+            // (Sonnet 4.5: 57,841 × ($3.75 − $0.30) / 1e6 = $0.1996).
+            "  cache expired during pauses: 1 request wrote again 57841 tokens after a pause of 10 min: 0.20 USD more \
+             than reading them (8.6% of the bill)",
+            "    most in -Users-dain-workspace-JSSoundRecorder 7acd37a8 0.20",
             "",
         ]
     );
@@ -418,6 +423,15 @@ fn the_report_opens_with_the_bill() {
         v["bill"]["cache_creation"],
         json!({"ephemeral_5m_input_tokens": 258273, "ephemeral_1h_input_tokens": 9036})
     );
+    assert_eq!(
+        v["ttl_misses"],
+        json!({"requests": 1, "tokens_rewritten": 57841, "extra_cost_usd": 0.199551, "sessions": [{
+            "session_id": "7acd37a8-2745-4b58-a8a9-46164b22ad9e",
+            "project": "-Users-dain-workspace-JSSoundRecorder",
+            "requests": 1, "tokens_rewritten": 57841, "extra_cost_usd": 0.199551,
+            "shortest_pause_s": 635, "longest_pause_s": 635
+        }]})
+    );
     // The same in the page, first.
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("r.html");
@@ -431,6 +445,10 @@ fn the_report_opens_with_the_bill() {
     ));
     assert!(page.contains("<tr><th>2025-11</th><td>$1.4912</td></tr>"));
     assert!(page.contains("<tr><th>Cache write 5m / 1h</th><td>258,273 / 9,036</td>"));
+    assert!(page.contains(
+        "<tr><th>-Users-dain-workspace-JSSoundRecorder</th><td>7acd37a8-2745-4b58-a8a9-46164b22ad9e</td><td>1</td>\
+         <td>10 min</td><td>57,841</td><td>$0.1996</td></tr>"
+    ));
 }
 
 /// Without recorded usage the report says so first instead of a $0 bill.

@@ -330,6 +330,7 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
     let (single, merged, _) = cost_runs(t, SAMPLE, 4, &[], &[]);
     assert_eq!(merged["recorded"], single["recorded"]);
     assert_eq!(merged["bill"], single["bill"], "the bill at a glance merges exactly");
+    assert_eq!(merged["ttl_misses"], single["ttl_misses"], "so do the pauses that let the cache expire");
     assert_eq!(merged["recorded_by_category"], single["recorded_by_category"]);
     assert_eq!(merged["modeled"]["requests"], single["modeled"]["requests"]);
     assert_eq!(merged["estimator"]["samples"], single["estimator"]["samples"]);

@@ -7,7 +7,7 @@
 
 use super::text::E;
 use super::{finite, ratio, totals_hit};
-use crate::cost::format::{fixed, int, opt_pct, pct, signed_pct, signed_usd, usd};
+use crate::cost::format::{fixed, int, opt_pct, pause, pct, signed_pct, signed_usd, usd};
 use crate::cost::modeled::CostReport;
 use crate::cost::usage::Unpriced;
 use std::collections::BTreeMap;
@@ -113,10 +113,47 @@ pub(super) fn headline(o: &mut String, r: &CostReport) {
     w!(
         o,
         "<p class=\"note\">Cache writes: {} tokens at the 5-minute TTL, {} at 1 hour. Per day: <code>ctxasm cost daily</code>; \
-         per 5-hour billing block: <code>ctxasm cost blocks</code>.</p>\n</section>\n",
+         per 5-hour billing block: <code>ctxasm cost blocks</code>.</p>\n",
         int(b.cache_creation.ephemeral_5m_input_tokens),
         int(b.cache_creation.ephemeral_1h_input_tokens)
     );
+    ttl_misses(o, r);
+    o.push_str("</section>\n");
+}
+
+/// The sessions whose cache expired during pauses (the ten that paid most).
+fn ttl_misses(o: &mut String, r: &CostReport) {
+    let m = &r.ttl_misses;
+    if m.requests == 0 {
+        return;
+    }
+    let share = if r.recorded.cost_usd > 0.0 { 100.0 * m.extra_cost_usd / r.recorded.cost_usd } else { 0.0 };
+    w!(
+        o,
+        "<h3>Cache expired during pauses</h3>\n<p>{} request{} wrote again {} tokens their session had cached, after a \
+         pause longer than the cache's lifetime: <b>{}</b> more than reading them ({}% of the bill).</p>\n",
+        int(m.requests),
+        if m.requests == 1 { "" } else { "s" },
+        int(m.tokens_rewritten),
+        usd(m.extra_cost_usd),
+        fixed(share, 1)
+    );
+    o.push_str(
+        "<table id=\"ttl-misses\"><thead><tr><th>Project</th><th class=\"t\">Session</th><th>Requests</th>\
+         <th>Pauses</th><th>Tokens written again</th><th>Extra USD</th></tr></thead><tbody>\n",
+    );
+    for s in m.sessions.iter().take(10) {
+        let pauses = if s.shortest_pause_s / 60 == s.longest_pause_s / 60 {
+            pause(s.longest_pause_s)
+        } else {
+            format!("{} – {}", pause(s.shortest_pause_s), pause(s.longest_pause_s))
+        };
+        row(
+            o,
+            &[&s.project, &s.session_id, &int(s.requests), &pauses, &int(s.tokens_rewritten), &usd(s.extra_cost_usd)],
+        );
+    }
+    o.push_str("</tbody></table>\n");
 }
 
 pub(super) fn summary(o: &mut String, r: &CostReport) {

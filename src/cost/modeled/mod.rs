@@ -57,6 +57,7 @@
 //! [`pin_chain`]: crate::cost::sim::pin_chain
 
 mod blocks;
+mod expiry;
 mod options;
 mod pinning;
 mod replay;
@@ -64,6 +65,7 @@ mod report;
 mod what_if;
 
 pub use blocks::{KEEPS_THINKING, strips_old_thinking};
+pub use expiry::{TtlMissSession, TtlMisses};
 pub use options::{Account, Boundary, ModelOptions, UNSEEN_PREFIX_DEFAULT, WarmPrefix, WhatIf};
 pub use pinning::{BTreeMapF, EstimatorReport, estimator_of_report};
 pub use report::{Accuracy, CategoryCost, CostReport, ErrorStats, HitAgreement, SessionCost, TurnRow, WhatIfResult};
@@ -135,6 +137,7 @@ fn model(
         diagnostics,
         ..CostReport::default()
     };
+    rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing);
     report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing);
     rep.what_if =
         report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);

@@ -191,6 +191,9 @@ pub struct CostReport {
     pub pricing: PricingInfo,
     /// Requests the API would refuse (more than 4 breakpoints).
     pub rejected_requests: u64,
+    /// Where the recorded bill paid for the cache expiring during pauses.
+    #[serde(default)]
+    pub ttl_misses: super::TtlMisses,
     pub diagnostics: Vec<Diagnostic>,
     #[serde(skip)]
     pub turns: Vec<TurnRow>,
