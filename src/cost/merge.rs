@@ -326,6 +326,8 @@ fn merge_modeled(
         }
         out.rejected_requests += r.rejected_requests;
         out.ttl_misses.merge(&r.ttl_misses);
+        out.worst_requests.extend(r.worst_requests.iter().cloned());
+        super::modeled::keep_worst(&mut out.worst_requests);
     }
     out.modeled_unpriced = modeled_unpriced.into_values().collect();
     out.sessions.sort_by(|a, b| (&a.project, &a.session_id).cmp(&(&b.project, &b.session_id)));

@@ -217,17 +217,46 @@ fn headline_lines(o: &mut String, r: &CostReport) {
             m.tokens_rewritten,
             m.extra_cost_usd
         );
-        let top: Vec<String> = m
-            .sessions
-            .iter()
-            .take(3)
-            .map(|s| {
-                format!("{} {} {:.2}", s.project, s.session_id.get(..8).unwrap_or(&s.session_id), s.extra_cost_usd)
-            })
-            .collect();
-        let _ = writeln!(o, "    most in {}", top.join(", "));
+        for s in m.sessions.iter().take(3) {
+            let _ = writeln!(o, "    {:>8.2} USD  {}", s.extra_cost_usd, session_name(r, &s.session_id, &s.project));
+        }
     }
     let _ = writeln!(o);
+}
+
+/// The requests where the model and the bill disagree most (five; the
+/// JSON has twenty).
+fn worst_lines(o: &mut String, r: &CostReport) {
+    if r.worst_requests.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "  largest disagreements (modeled − recorded USD; --json lists {}):", r.worst_requests.len());
+    for w in r.worst_requests.iter().take(5) {
+        let _ = writeln!(
+            o,
+            "    {:+.4}  {}  read {} write {} recorded, read {} write {} modeled  {}",
+            w.delta_usd(),
+            w.at.get(..16).unwrap_or(&w.at).replacen('T', " ", 1),
+            w.recorded.cache_read,
+            w.recorded.cache_write(),
+            w.modeled.cache_read,
+            w.modeled.cache_write(),
+            session_name(r, &w.session_id, &w.project)
+        );
+    }
+}
+
+/// A session as a person knows it: the start of its first prompt (else
+/// its short id) and its project.
+fn session_name(r: &CostReport, session_id: &str, project: &str) -> String {
+    let title =
+        r.sessions.iter().find(|s| s.session_id == session_id && s.project == project).and_then(|s| s.title.as_deref());
+    let short = match title {
+        Some(t) if t.chars().count() > 40 => format!("\"{}…\"", t.chars().take(39).collect::<String>().trim_end()),
+        Some(t) => format!("\"{t}\""),
+        None => session_id.get(..8).unwrap_or(session_id).to_string(),
+    };
+    format!("{short} ({project})")
 }
 
 /// `cost`: the bill at a glance, recorded against modeled, accuracy, the
@@ -247,6 +276,7 @@ pub fn table(r: &CostReport) -> String {
     row(&mut o, "cost (USD)", &|t| format!("{:.4}", t.cost_usd));
     unpriced_lines(&mut o, r);
     accuracy_lines(&mut o, &r.accuracy);
+    worst_lines(&mut o, r);
     if !r.what_if.is_empty() {
         let _ = writeln!(o);
         // The bill a what-if gives: the recorded one plus the modeled

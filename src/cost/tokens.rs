@@ -5,11 +5,11 @@
 //! Pure data: no prices, no I/O.
 
 use crate::model::entry::Usage;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ops::{Add, AddAssign};
 
 /// The tokens of one request (or a sum of requests).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct TokenCounts {
     /// `input_tokens`: uncached input after the last breakpoint.
     pub input: u64,

@@ -403,7 +403,7 @@ fn the_report_opens_with_the_bill() {
             // (Sonnet 4.5: 57,841 × ($3.75 − $0.30) / 1e6 = $0.1996).
             "  cache expired during pauses: 1 request wrote again 57841 tokens after a pause of 10 min: 0.20 USD more \
              than reading them (8.6% of the bill)",
-            "    most in -Users-dain-workspace-JSSoundRecorder 7acd37a8 0.20",
+            "        0.20 USD  \"OK, so this was just so you know what t…\" (-Users-dain-workspace-JSSoundRecorder)",
             "",
         ]
     );
@@ -432,6 +432,28 @@ fn the_report_opens_with_the_bill() {
             "shortest_pause_s": 635, "longest_pause_s": 635
         }]})
     );
+    // Sessions are named by their first typed prompt and start.
+    let named =
+        v["sessions"].as_array().unwrap().iter().find(|s| s["session_id"] == "7acd37a8-2745-4b58-a8a9-46164b22ad9e");
+    let named = named.expect("7acd37a8's row");
+    assert_eq!(named["title"], "OK, so this was just so you know what there is now, but after more than a decade…");
+    assert_eq!(named["started"], "2025-11-17T23:50:06.046Z");
+    // The requests where model and bill disagree most, the largest first.
+    let worst = v["worst_requests"].as_array().unwrap();
+    assert_eq!(worst.len(), 20);
+    assert_eq!(worst[0]["custom_id"], "7acd37a8-2745-4b58-a8a9-46164b22ad9e_8");
+    assert_eq!(worst[0]["at"], "2025-11-18T00:01:03Z");
+    assert_eq!(
+        (worst[0]["recorded"]["cache_read"].as_u64(), worst[0]["recorded"]["cache_write_5m"].as_u64()),
+        (Some(12337), Some(24919))
+    );
+    let gap = |w: &Value| (w["modeled_cost_usd"].as_f64().unwrap() - w["recorded_cost_usd"].as_f64().unwrap()).abs();
+    assert!(worst.windows(2).all(|p| gap(&p[0]) >= gap(&p[1]) - 1e-6), "sorted by the gap");
+    has_line(
+        &out,
+        "    -0.0803  2025-11-18 00:01  read 12337 write 24919 recorded, read 35609 write 1649 modeled  \"OK, so this was \
+         just so you know what t…\" (-Users-dain-workspace-JSSoundRecorder)",
+    );
     // The same in the page, first.
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("r.html");
@@ -445,9 +467,21 @@ fn the_report_opens_with_the_bill() {
     ));
     assert!(page.contains("<tr><th>2025-11</th><td>$1.4912</td></tr>"));
     assert!(page.contains("<tr><th>Cache write 5m / 1h</th><td>258,273 / 9,036</td>"));
+    // The pauses' and the disagreements' sessions link to the sessions
+    // table's row, named by the first prompt (no UUID-only row).
+    let title = "OK, so this was just so you know what there is now, but after more than a decade…";
+    let anchor = page.split("<tr id=\"").skip(1).find(|r| r.contains(title)).and_then(|r| r.split('"').next());
+    let anchor = anchor.expect("7acd37a8's row in the sessions table");
+    assert!(page.contains(&format!(
+        "<tr><th>-Users-dain-workspace-JSSoundRecorder</th><td class=\"t\"><a href=\"#{anchor}\">{title}</a></td>\
+         <td>1</td><td>10 min</td><td>57,841</td><td>$0.1996</td></tr>"
+    )));
+    assert!(page.contains(&format!(
+        "<tr><th>2025-11-18 00:01</th><td class=\"t\"><a href=\"#{anchor}\" title=\"7acd37a8-2745-4b58-a8a9-46164b22ad9e_8\">\
+         {title}</a></td><td>12,337 / 24,919</td><td>35,609 / 1,649</td><td>$0.1057</td><td>-$0.0803</td></tr>"
+    )));
     assert!(page.contains(
-        "<tr><th>-Users-dain-workspace-JSSoundRecorder</th><td>7acd37a8-2745-4b58-a8a9-46164b22ad9e</td><td>1</td>\
-         <td>10 min</td><td>57,841</td><td>$0.1996</td></tr>"
+        "<div class=\"mono sub\" title=\"7acd37a8-2745-4b58-a8a9-46164b22ad9e\">7acd37a8 · 2025-11-17 23:50</div>"
     ));
 }
 

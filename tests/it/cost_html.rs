@@ -134,6 +134,13 @@ fn hand_report(n_sessions: usize, turns_per: usize) -> CostReport {
         r.sessions.push(SessionCost {
             session_id: if s == 0 { EVIL.into() } else { format!("session-{s:05}") },
             project: format!("-home-user-project-{}", s % 7),
+            // The first session's prompt is hostile too; one has none.
+            title: match s {
+                0 => Some(EVIL.into()),
+                1 => None,
+                _ => Some(format!("Please fix test {s}")),
+            },
+            started: (s != 1).then(|| format!("2026-01-01T00:{:02}:00.000Z", s % 60)),
             requests: turns_per as u64,
             by_pipeline: s % 2 == 1,
             unseen_prompt: s % 4 == 1,
@@ -180,9 +187,11 @@ fn check_page(html: &str) {
     assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..40.min(html.len())]);
     assert!(html.trim_end().ends_with("</html>"));
     let lower = html.to_ascii_lowercase();
-    for bad in ["src=", "href=", "@import", "url(", "<script", "<link", "<img", "<iframe", "<object", "<embed"] {
+    for bad in ["src=", "@import", "url(", "<script", "<link", "<img", "<iframe", "<object", "<embed"] {
         assert!(!lower.contains(bad), "the page contains {bad:?}");
     }
+    // Links only within the page (a session's row).
+    assert_eq!(lower.matches("href=").count(), lower.matches("href=\"#session-").count(), "a link out of the page");
     // A URL may be quoted as text (the pricing source names its page), never
     // as an attribute value.
     for bad in ["=\"http", "='http", "=http", "=\"//", "='//"] {
@@ -306,8 +315,13 @@ fn hand_made_report() {
     // 12 panels of 15 sessions; 20 bars max (15 here, each two bars).
     assert_eq!(count(&html, "<g class=\"panel\">"), 12);
     assert_eq!(count(&html, "<g class=\"what-if\">"), 3);
-    // Every session is in the table.
+    // Every session is in the table, named by its first prompt (escaped),
+    // its id and start under it.
     assert!(html.contains("session-00014"));
+    assert!(html.contains(
+        "Please fix test 14<div class=\"mono sub\" title=\"session-00014\">session- · 2026-01-01 00:14</div>"
+    ));
+    assert!(html.contains("(no prompt typed)"));
     assert_eq!(render(&r), html, "deterministic");
 }
 

@@ -20,7 +20,7 @@ body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica
 main{max-width:980px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:24px;margin:8px 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-p.note{color:var(--mute);margin:4px 0 10px}p.lead{font-size:17px;margin:6px 0 10px}
+p.note{color:var(--mute);margin:4px 0 10px}.sub{color:var(--mute)}p.lead{font-size:17px;margin:6px 0 10px}
 nav a{margin-right:12px;color:var(--mod)}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{padding:3px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
@@ -148,9 +148,22 @@ fn ttl_misses(o: &mut String, r: &CostReport) {
         } else {
             format!("{} – {}", pause(s.shortest_pause_s), pause(s.longest_pause_s))
         };
-        row(
+        let name = r
+            .sessions
+            .iter()
+            .find(|c| c.session_id == s.session_id && c.project == s.project)
+            .and_then(|c| c.title.clone())
+            .unwrap_or_else(|| s.session_id.clone());
+        w!(
             o,
-            &[&s.project, &s.session_id, &int(s.requests), &pauses, &int(s.tokens_rewritten), &usd(s.extra_cost_usd)],
+            "<tr><th>{}</th><td class=\"t\"><a href=\"#{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            E(&s.project),
+            E(&super::tables::session_anchor(&s.session_id, &s.project)),
+            E(&name),
+            int(s.requests),
+            E(&pauses),
+            int(s.tokens_rewritten),
+            E(&usd(s.extra_cost_usd))
         );
     }
     o.push_str("</tbody></table>\n");
@@ -214,7 +227,45 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     row(o, &["Sessions", &int(r.sessions.len() as u64)]);
     row(o, &["Rejected requests (> 4 breakpoints)", &int(r.rejected_requests)]);
     row(o, &["Diagnostics", &int(r.diagnostics.len() as u64)]);
-    o.push_str("</tbody></table>\n</div>\n</div>\n</section>\n");
+    o.push_str("</tbody></table>\n</div>\n</div>\n");
+    worst_requests(o, r);
+    o.push_str("</section>\n");
+}
+
+/// The requests where the model and the bill disagree most, each linked to
+/// its session's row.
+fn worst_requests(o: &mut String, r: &CostReport) {
+    if r.worst_requests.is_empty() {
+        return;
+    }
+    o.push_str(
+        "<h3>Where the model and the bill disagree most</h3>\n<table id=\"worst-requests\"><thead><tr><th>When (UTC)</th>\
+         <th class=\"t\">Session</th><th>Read / write, recorded</th><th>Read / write, modeled</th><th>Recorded USD</th>\
+         <th>Modeled − recorded</th></tr></thead><tbody>\n",
+    );
+    for w in r.worst_requests.iter().take(10) {
+        let name = r
+            .sessions
+            .iter()
+            .find(|c| c.session_id == w.session_id && c.project == w.project)
+            .and_then(|c| c.title.clone())
+            .unwrap_or_else(|| w.session_id.clone());
+        w!(
+            o,
+            "<tr><th>{}</th><td class=\"t\"><a href=\"#{}\" title=\"{}\">{}</a></td><td>{} / {}</td><td>{} / {}</td><td>{}</td><td>{}</td></tr>\n",
+            E(&w.at.get(..16).unwrap_or(&w.at).replacen('T', " ", 1)),
+            E(&super::tables::session_anchor(&w.session_id, &w.project)),
+            E(&w.custom_id),
+            E(&name),
+            int(w.recorded.cache_read),
+            int(w.recorded.cache_write()),
+            int(w.modeled.cache_read),
+            int(w.modeled.cache_write()),
+            E(&usd(w.recorded_cost_usd)),
+            E(&signed_usd(w.delta_usd()))
+        );
+    }
+    o.push_str("</tbody></table>\n");
 }
 
 /// The rows of the accuracy table.

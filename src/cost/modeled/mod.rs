@@ -68,7 +68,10 @@ pub use blocks::{KEEPS_THINKING, strips_old_thinking};
 pub use expiry::{TtlMissSession, TtlMisses};
 pub use options::{Account, Boundary, ModelOptions, UNSEEN_PREFIX_DEFAULT, WarmPrefix, WhatIf};
 pub use pinning::{BTreeMapF, EstimatorReport, estimator_of_report};
-pub use report::{Accuracy, CategoryCost, CostReport, ErrorStats, HitAgreement, SessionCost, TurnRow, WhatIfResult};
+pub use report::{
+    Accuracy, CategoryCost, CostReport, Disagreement, ErrorStats, HitAgreement, SessionCost, TurnRow, WORST_REQUESTS,
+    WhatIfResult, keep_worst,
+};
 
 use crate::assemble::Assembler;
 use crate::corpus::RunOptions;

@@ -102,6 +102,12 @@ pub struct WhatIfResult {
 pub struct SessionCost {
     pub session_id: String,
     pub project: String,
+    /// Its first prompt as typed, trimmed (none: no prompt a person typed).
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Its first entry's timestamp, as written.
+    #[serde(default)]
+    pub started: Option<String>,
     pub requests: u64,
     pub by_pipeline: bool,
     /// Tools and system prompt modeled as the unseen prefix.
@@ -133,6 +139,44 @@ pub struct TurnRow {
     pub recorded_cost_usd: Option<f64>,
     #[serde(serialize_with = "json::opt_usd")]
     pub modeled_cost_usd: Option<f64>,
+}
+
+/// One of the requests where the model and the bill disagree most.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    pub custom_id: String,
+    pub session_id: String,
+    pub project: String,
+    /// When its response was written (RFC 3339, UTC).
+    pub at: String,
+    pub recorded: TokenCounts,
+    pub modeled: TokenCounts,
+    #[serde(serialize_with = "json::usd")]
+    pub recorded_cost_usd: f64,
+    #[serde(serialize_with = "json::usd")]
+    pub modeled_cost_usd: f64,
+}
+
+impl Disagreement {
+    /// Modeled minus recorded, USD.
+    pub fn delta_usd(&self) -> f64 {
+        self.modeled_cost_usd - self.recorded_cost_usd
+    }
+}
+
+/// Requests kept in [`CostReport::worst_requests`].
+pub const WORST_REQUESTS: usize = 20;
+
+/// The largest disagreements first (ties by session, then id), at most
+/// [`WORST_REQUESTS`].
+pub fn keep_worst(list: &mut Vec<Disagreement>) {
+    list.sort_by(|a, b| {
+        b.delta_usd()
+            .abs()
+            .total_cmp(&a.delta_usd().abs())
+            .then_with(|| (&a.project, &a.session_id, &a.custom_id).cmp(&(&b.project, &b.session_id, &b.custom_id)))
+    });
+    list.truncate(WORST_REQUESTS);
 }
 
 /// Cost by category (USD), recorded and modeled.
@@ -194,6 +238,9 @@ pub struct CostReport {
     /// Where the recorded bill paid for the cache expiring during pauses.
     #[serde(default)]
     pub ttl_misses: super::TtlMisses,
+    /// The requests where the model and the bill disagree most.
+    #[serde(default)]
+    pub worst_requests: Vec<Disagreement>,
     pub diagnostics: Vec<Diagnostic>,
     #[serde(skip)]
     pub turns: Vec<TurnRow>,
@@ -250,6 +297,8 @@ pub(super) fn add_baseline(
         .map(|s| SessionCost {
             session_id: s.session_id.clone(),
             project: s.project.clone(),
+            title: s.title.clone(),
+            started: s.started.clone(),
             by_pipeline: s.by_pipeline,
             unseen_prompt: s.unseen_prompt,
             ..SessionCost::default()
@@ -312,6 +361,37 @@ pub(super) fn add_baseline(
     rep.modeled_unpriced = sums.unpriced.into_vec();
     rep.sessions = sorted_sessions(per_session, &mut rep.turns);
     finish_accuracy(&mut rep.accuracy, &read_pairs, &write_pairs);
+    rep.worst_requests = worst_requests(&rep.turns, &rep.sessions);
+}
+
+/// The turns where modeled and recorded cost differ most.
+fn worst_requests(turns: &[TurnRow], sessions: &[SessionCost]) -> Vec<Disagreement> {
+    let mut idx: Vec<(f64, usize)> = turns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| Some(((t.modeled_cost_usd? - t.recorded_cost_usd?).abs(), i)))
+        .collect();
+    idx.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut out: Vec<Disagreement> = idx
+        .iter()
+        .take(WORST_REQUESTS)
+        .filter_map(|&(_, i)| {
+            let t = &turns[i];
+            let s = sessions.get(t.session)?;
+            Some(Disagreement {
+                custom_id: t.custom_id.clone(),
+                session_id: s.session_id.clone(),
+                project: s.project.clone(),
+                at: crate::time::format_rfc3339_ms(i64::try_from(t.at_ms).unwrap_or(i64::MAX), false),
+                recorded: t.recorded?,
+                modeled: t.modeled,
+                recorded_cost_usd: t.recorded_cost_usd?,
+                modeled_cost_usd: t.modeled_cost_usd?,
+            })
+        })
+        .collect();
+    keep_worst(&mut out);
+    out
 }
 
 /// The sessions by project, then session id, with each turn's session index
