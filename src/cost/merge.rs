@@ -326,6 +326,7 @@ fn merge_modeled(
         }
         out.rejected_requests += r.rejected_requests;
         out.ttl_misses.merge(&r.ttl_misses);
+        out.context += r.context;
         out.worst_requests.extend(r.worst_requests.iter().cloned());
         super::modeled::keep_worst(&mut out.worst_requests);
     }

@@ -199,6 +199,20 @@ fn headline_lines(o: &mut String, r: &CostReport) {
         "  cache writes {} tokens at 5 minutes, {} at 1 hour",
         cc.ephemeral_5m_input_tokens, cc.ephemeral_1h_input_tokens
     );
+    let total = r.context.total();
+    if total > 0 {
+        let parts: Vec<String> = r
+            .context
+            .shares()
+            .iter()
+            .map(|(name, n)| format!("{name} {:.0}%", 100.0 * *n as f64 / total as f64))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  the requests carried {total} input tokens: {} (each request's: --per-request)",
+            parts.join(", ")
+        );
+    }
     let m = &r.ttl_misses;
     if m.requests > 0 {
         let (short, long) =

@@ -388,7 +388,7 @@ fn the_report_opens_with_the_bill() {
     const REAL: &str = "tests/fixtures/usage/claude-code-log/real_projects";
     let (code, out, err) = run(&["cost", REAL]);
     assert_eq!(code, Some(0), "{err}");
-    let head: Vec<&str> = out.lines().take(8).collect();
+    let head: Vec<&str> = out.lines().take(9).collect();
     assert_eq!(
         head,
         [
@@ -399,6 +399,8 @@ fn the_report_opens_with_the_bill() {
              0.47, -experiments-ideas 0.21, 1 more 0.15",
             "  by month     2025-07 0.47, 2025-11 1.49, 2026-01 0.15, 2026-02 0.21",
             "  cache writes 258273 tokens at 5 minutes, 9036 at 1 hour",
+            "  the requests carried 2335817 input tokens: tools + system prompt (not in the transcript) 42%, tool \
+             results 39%, tool calls 12%, Claude's text 3%, user text 3% (each request's: --per-request)",
             // 7acd37a8 wrote its 57,841 cached tokens again after 10 min 35 s
             // (Sonnet 4.5: 57,841 × ($3.75 − $0.30) / 1e6 = $0.1996).
             "  cache expired during pauses: 1 request wrote again 57841 tokens after a pause of 10 min: 0.20 USD more \
@@ -454,6 +456,32 @@ fn the_report_opens_with_the_bill() {
         "    -0.0803  2025-11-18 00:01  read 12337 write 24919 recorded, read 35609 write 1649 modeled  \"OK, so this was \
          just so you know what t…\" (-Users-dain-workspace-JSSoundRecorder)",
     );
+    // The `/context` view: the parts sum to every modeled request's input,
+    // and each request's are in --per-request.
+    let parts: u64 = v["context"].as_object().unwrap().values().filter_map(Value::as_u64).sum();
+    let m = &v["modeled"];
+    let input = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"];
+    assert_eq!(parts, input.iter().map(|k| m[*k].as_u64().unwrap()).sum::<u64>());
+    let tmp = tempfile::tempdir().unwrap();
+    let per = tmp.path().join("per.jsonl");
+    let (code, _, _) = run(&["cost", REAL, "--per-request", per.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+    let mut sum = 0;
+    for l in std::fs::read_to_string(&per).unwrap().lines() {
+        let t: Value = serde_json::from_str(l).unwrap();
+        let c: u64 = t["context"].as_object().unwrap().values().filter_map(Value::as_u64).sum();
+        let io = &t["modeled"];
+        assert_eq!(
+            c,
+            ["input", "cache_write_5m", "cache_write_1h", "cache_read"]
+                .iter()
+                .map(|k| io[*k].as_u64().unwrap())
+                .sum::<u64>(),
+            "{l}"
+        );
+        sum += c;
+    }
+    assert_eq!(sum, parts);
     // The same in the page, first.
     let tmp = tempfile::tempdir().unwrap();
     let html = tmp.path().join("r.html");
@@ -466,6 +494,7 @@ fn the_report_opens_with_the_bill() {
         "<p class=\"lead\">Spent <b>$2.3272</b> on 68 requests from 2025-07-19 to 2026-02-16 (the recorded bill).</p>"
     ));
     assert!(page.contains("<tr><th>2025-11</th><td>$1.4912</td></tr>"));
+    assert!(page.contains("<tr><th>tool results</th><td>"), "the /context view");
     assert!(page.contains("<tr><th>Cache write 5m / 1h</th><td>258,273 / 9,036</td>"));
     // The pauses' and the disagreements' sessions link to the sessions
     // table's row, named by the first prompt (no UUID-only row).

@@ -164,6 +164,7 @@ fn hand_report(n_sessions: usize, turns_per: usize) -> CostReport {
                 modeled,
                 recorded_cost_usd: Some(0.001),
                 modeled_cost_usd: Some(0.001),
+                context: Default::default(),
             });
         }
     }

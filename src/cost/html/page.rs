@@ -117,8 +117,28 @@ pub(super) fn headline(o: &mut String, r: &CostReport) {
         int(b.cache_creation.ephemeral_5m_input_tokens),
         int(b.cache_creation.ephemeral_1h_input_tokens)
     );
+    context(o, r);
     ttl_misses(o, r);
     o.push_str("</section>\n");
+}
+
+/// What the requests carried, by part (the `/context` view, summed).
+fn context(o: &mut String, r: &CostReport) {
+    let total = r.context.total();
+    if total == 0 {
+        return;
+    }
+    w!(
+        o,
+        "<h3>What the requests carried</h3>\n<p>{} input tokens sent (read from the cache, written to it, or \
+         uncached), by part; <code>--per-request</code> has each request's.</p>\n<table id=\"context\"><thead><tr>\
+         <th>Part</th><th>Tokens</th><th>Share</th></tr></thead><tbody>\n",
+        int(total)
+    );
+    for (name, n) in r.context.shares() {
+        row(o, &[name, &int(n), &pct(n as f64 / total as f64)]);
+    }
+    o.push_str("</tbody></table>\n");
 }
 
 /// The sessions whose cache expired during pauses (the ten that paid most).

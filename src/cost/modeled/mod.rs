@@ -57,6 +57,7 @@
 //! [`pin_chain`]: crate::cost::sim::pin_chain
 
 mod blocks;
+mod context;
 mod expiry;
 mod options;
 mod pinning;

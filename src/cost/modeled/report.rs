@@ -7,6 +7,7 @@
 //! `cost::html`'s.
 
 use super::blocks::{ChainIn, SessionIn};
+use super::context::ContextTokens;
 use super::options::ModelOptions;
 use super::options::{Boundary, WhatIf};
 use super::pinning::{EstimatorReport, quantile, sorted};
@@ -139,6 +140,8 @@ pub struct TurnRow {
     pub recorded_cost_usd: Option<f64>,
     #[serde(serialize_with = "json::opt_usd")]
     pub modeled_cost_usd: Option<f64>,
+    /// What it carried, by part (the `/context` view).
+    pub context: ContextTokens,
 }
 
 /// One of the requests where the model and the bill disagree most.
@@ -241,6 +244,10 @@ pub struct CostReport {
     /// The requests where the model and the bill disagree most.
     #[serde(default)]
     pub worst_requests: Vec<Disagreement>,
+    /// Every modeled request's input tokens by part, summed (the
+    /// `/context` view of the corpus).
+    #[serde(default)]
+    pub context: ContextTokens,
     pub diagnostics: Vec<Diagnostic>,
     #[serde(skip)]
     pub turns: Vec<TurnRow>,
@@ -308,8 +315,11 @@ pub(super) fn add_baseline(
     let mut sums = Sums::default();
     rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
     for (ci, c) in chains.iter_mut().enumerate() {
+        let context = super::context::per_request(c);
         for (ri, r) in c.reqs.iter_mut().enumerate() {
             let p = base[ci][ri];
+            let ctx = context.get(ri).copied().unwrap_or_default();
+            rep.context += ctx;
             sums.add(&r.model, &p.tokens, p.cost);
             rep.rejected_requests += u64::from(p.rejected);
             let s = &mut per_session[c.session];
@@ -349,6 +359,7 @@ pub(super) fn add_baseline(
                 modeled: p.tokens,
                 recorded_cost_usd: rec_cost,
                 modeled_cost_usd: p.cost,
+                context: ctx,
             });
         }
     }
