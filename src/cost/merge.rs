@@ -286,6 +286,7 @@ fn merge_modeled(
     });
     for (_, r) in &reports {
         add_totals(&mut out.modeled, &r.modeled);
+        add_totals(&mut out.modeled_compared, &r.modeled_compared);
         add_unpriced(&mut modeled_unpriced, &r.modeled_unpriced);
         let (c, d) = (&mut out.modeled_cache_creation, &r.modeled_cache_creation);
         c.ephemeral_5m_input_tokens += d.ephemeral_5m_input_tokens;
@@ -293,6 +294,7 @@ fn merge_modeled(
         let (a, b) = (&mut out.accuracy, &r.accuracy);
         a.requests_compared += b.requests_compared;
         a.requests_without_usage += b.requests_without_usage;
+        a.requests_copied += b.requests_copied;
         a.cache_read.requests += b.cache_read.requests;
         a.cache_read.relative_over += b.cache_read.relative_over;
         a.cache_write.requests += b.cache_write.requests;

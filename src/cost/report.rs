@@ -278,8 +278,11 @@ fn session_name(r: &CostReport, session_id: &str, project: &str) -> String {
 pub fn table(r: &CostReport) -> String {
     let mut o = String::new();
     headline_lines(&mut o, r);
+    // The bill's requests beside the model's prediction of the same ones
+    // (what the accuracy compares); the rest of what it modeled below.
+    let same = if r.modeled_compared.requests > 0 { &r.modeled_compared } else { &r.modeled };
     let row = |o: &mut String, name: &str, f: &dyn Fn(&Totals) -> String| {
-        let _ = writeln!(o, "{:<22}{:>18}{:>18}", name, f(&r.recorded), f(&r.modeled));
+        let _ = writeln!(o, "{:<22}{:>18}{:>18}", name, f(&r.recorded), f(same));
     };
     let _ = writeln!(o, "{:<22}{:>18}{:>18}", "", "recorded", "modeled");
     row(&mut o, "requests", &|t| t.requests.to_string());
@@ -289,6 +292,34 @@ pub fn table(r: &CostReport) -> String {
     row(&mut o, "output tokens", &|t| t.output_tokens.to_string());
     row(&mut o, "cost (USD)", &|t| format!("{:.4}", t.cost_usd));
     unpriced_lines(&mut o, r);
+    let a = &r.accuracy;
+    if r.recorded.requests > a.requests_compared && r.modeled_compared.requests > 0 {
+        let n = r.recorded.requests - a.requests_compared;
+        let _ = writeln!(
+            o,
+            "  not rebuilt: {} of the bill ({:.4} USD) matched no request the model rebuilt",
+            count(n, "request"),
+            (r.recorded.cost_usd - a.recorded_cost_usd).max(0.0)
+        );
+    }
+    if r.modeled.requests > same.requests {
+        let mut more = Vec::new();
+        if a.requests_without_usage > 0 {
+            more.push(format!("{} without recorded usage", count(a.requests_without_usage, "modeled request")));
+        }
+        if a.requests_copied > 0 {
+            let n = a.requests_copied;
+            let copies = if n == 1 { "copy of a request" } else { "copies of requests" };
+            more.push(format!("{n} {copies} another session file holds"));
+        }
+        let _ = writeln!(
+            o,
+            "  not in the bill: {}; all {} modeled: {:.4} USD (the what-ifs' baseline)",
+            more.join(", "),
+            r.modeled.requests,
+            r.modeled.cost_usd
+        );
+    }
     accuracy_lines(&mut o, &r.accuracy);
     worst_lines(&mut o, r);
     if !r.what_if.is_empty() {
@@ -395,12 +426,7 @@ fn unpriced_lines(o: &mut String, r: &CostReport) {
 /// The accuracy lines of [`table`].
 fn accuracy_lines(o: &mut String, a: &Accuracy) {
     let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "accuracy on {} with recorded usage ({} without):",
-        count(a.requests_compared, "request"),
-        a.requests_without_usage
-    );
+    let _ = writeln!(o, "accuracy on the same {}:", count(a.requests_compared, "request"),);
     let _ = writeln!(
         o,
         "  cost                {:.4} recorded, {:.4} modeled: {:+.2}%",

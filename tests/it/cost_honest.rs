@@ -130,7 +130,7 @@ fn modeled_cost_lists_the_unpriced_model_on_both_sides() {
     // Was: nothing at all about the request of claude-opus-9-9.
     let (code, out, err) = run(&["cost", HAND, "--what-if", "model=claude-opus-4-8", "--what-if", "ttl=1h"]);
     assert_eq!(code, Some(0), "{err}");
-    has_line(&out, "cost (USD)                        0.9856            2.7497");
+    has_line(&out, "cost (USD)                        0.9856            2.2242");
     has_line(&out, "unpriced requests                      1                 1");
     has_line(&out, "unpriced models (no price in the built-in price table; not in the cost above):");
     has_line(&out, "  claude-opus-9-9                recorded 1 request, 160 tokens; modeled 1 request, 250010 tokens");
@@ -274,7 +274,7 @@ fn one_request_is_singular() {
     // Was: `accuracy on 1 requests with recorded usage`.
     let (code, out, err) = run(&["cost", HELLO]);
     assert_eq!(code, Some(0), "{err}");
-    has_line(&out, "accuracy on 1 request with recorded usage (0 without):");
+    has_line(&out, "accuracy on the same 1 request:");
     // Nothing of it was cached (12,463 input tokens, no write): its chain's
     // uncached tail (the median recorded input) is all of it, so the model
     // bills it as input, not as a write (+24.93% before the tail).
@@ -434,6 +434,14 @@ fn the_report_opens_with_the_bill() {
             "shortest_pause_s": 635, "longest_pause_s": 635
         }]})
     );
+    // The summary and the accuracy count the same requests: the bill's,
+    // each once (issue 16: they said +$0.82 and -1.3% of different sets).
+    let a = &v["accuracy"];
+    assert_eq!(a["requests_compared"], v["recorded"]["requests"]);
+    assert_eq!(a["requests_compared"], v["modeled_compared"]["requests"]);
+    assert_eq!(a["recorded_cost_usd"], v["recorded"]["cost_usd"]);
+    assert_eq!(a["modeled_cost_usd"], v["modeled_compared"]["cost_usd"]);
+    has_line(&out, "accuracy on the same 68 requests:");
     // Sessions are named by their first typed prompt and start.
     let named =
         v["sessions"].as_array().unwrap().iter().find(|s| s["session_id"] == "7acd37a8-2745-4b58-a8a9-46164b22ad9e");

@@ -242,7 +242,7 @@ fn cli_cost_json_shape_and_errors() {
     // The table.
     let out = ctxasm(&["cost", REAL, "--what-if", "no-cross-session-cache"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("accuracy on 72 requests with recorded usage"), "{text}");
+    assert!(text.contains("accuracy on the same 72 requests:"), "{text}");
     assert!(text.contains("no-cross-session-cache"), "{text}");
     // A bad what-if names itself and exits 2.
     let out = ctxasm(&["cost", REAL, "--what-if", "ttl=2h"]);

@@ -191,7 +191,8 @@ fn ttl_misses(o: &mut String, r: &CostReport) {
 
 pub(super) fn summary(o: &mut String, r: &CostReport) {
     section(o, "summary", "Summary");
-    let (rec, m) = (&r.recorded, &r.modeled);
+    // The bill's requests beside the model's prediction of the same ones.
+    let (rec, m) = (&r.recorded, if r.modeled_compared.requests > 0 { &r.modeled_compared } else { &r.modeled });
     o.push_str("<table id=\"summary-totals\">\n<thead><tr><th></th><th>Recorded</th><th>Modeled</th><th>Modeled − recorded</th></tr></thead>\n<tbody>\n");
     let delta = |a: u64, b: u64| {
         if b >= a { format!("+{}", int(b - a)) } else { format!("-{}", int(a - b)) }
@@ -233,9 +234,24 @@ pub(super) fn summary(o: &mut String, r: &CostReport) {
     o.push_str("</tbody>\n</table>\n");
     unpriced_models(o, r);
     o.push_str(
-        "<p class=\"note\">Recorded: every request with usage in the transcripts. Modeled: every assembled \
-         request through the cache simulator.</p>\n<div class=\"grid\">\n<div>\n<h3>Accuracy</h3>\n<table id=\"summary-accuracy\"><tbody>\n",
+        "<p class=\"note\">Recorded: every request with usage in the transcripts, each once (the bill). Modeled: \
+         the same requests through the cache simulator; the accuracy compares exactly these.</p>\n",
     );
+    let a = &r.accuracy;
+    if r.modeled.requests > m.requests {
+        w!(
+            o,
+            "<p class=\"note\">Not in the bill: {} modeled request{} without recorded usage and {} cop{} of \
+             requests another session file holds; all {} modeled requests: {} (the what-ifs' baseline).</p>\n",
+            int(a.requests_without_usage),
+            if a.requests_without_usage == 1 { "" } else { "s" },
+            int(a.requests_copied),
+            if a.requests_copied == 1 { "y" } else { "ies" },
+            int(r.modeled.requests),
+            usd(r.modeled.cost_usd)
+        );
+    }
+    o.push_str("<div class=\"grid\">\n<div>\n<h3>Accuracy</h3>\n<table id=\"summary-accuracy\"><tbody>\n");
     summary_accuracy(o, r);
     o.push_str("</tbody></table>\n</div>\n<div>\n<h3>Estimator</h3>\n<table id=\"summary-estimator\"><tbody>\n");
     summary_estimator(o, r);

@@ -33,6 +33,9 @@ pub(super) struct ReqIn {
     /// Shared by the requests of a chain that name the same model.
     pub(super) model: Arc<str>,
     pub(super) recorded: Option<TokenCounts>,
+    /// The recorded response's message id, hashed: the same API request in
+    /// two session files (a copied or resumed session) has the same one.
+    pub(super) usage_key: Option<u64>,
     pub(super) step: ChainStep,
     /// Blocks in the request (`keep` + added).
     pub(super) len: usize,
@@ -235,13 +238,13 @@ fn session_blocks<'a>(
             }
         }
     }
-    let usage_of = |r: &Request<'_>| -> Option<TokenCounts> {
+    let usage_of = |r: &Request<'_>| -> Option<(TokenCounts, u64)> {
         let e = entry_at(session, r.file, r.line)?;
         let mid = match e.as_assistant() {
             Some(a) => a.message_id?,
             None => by_request_ref.get(e.raw.get_str("id")?).copied()?,
         };
-        by_message.get(mid).copied()
+        by_message.get(mid).map(|t| (*t, xxh3_64(mid.as_bytes())))
     };
     let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version).unwrap_or("");
     let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.cwd).unwrap_or("");
@@ -523,7 +526,7 @@ fn chain_of(
     unseen_block: Option<SimBlock>,
     seg: &mut SegmentBlocks,
     scratch: &mut ChainScratch,
-    usage_of: &dyn Fn(&Request<'_>) -> Option<TokenCounts>,
+    usage_of: &dyn Fn(&Request<'_>) -> Option<(TokenCounts, u64)>,
     by_pipeline: bool,
     whole: bool,
 ) -> ChainIn {
@@ -565,11 +568,13 @@ fn chain_of(
             .collect();
         let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
         last_ms = at_ms;
+        let used = usage_of(r);
         chain.reqs.push(ReqIn {
             custom_id: r.custom_id.clone(),
             at_ms,
             model,
-            recorded: usage_of(r),
+            recorded: used.map(|u| u.0),
+            usage_key: used.map(|u| u.1),
             step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
             len: blocks.len(),
         });

@@ -137,6 +137,7 @@ mod tests {
             at_ms: 0,
             model: Arc::from("m"),
             recorded: None,
+            usage_key: None,
             step: ChainStep { keep, added, breakpoints: smallvec::smallvec![] },
             len: 0,
         };

@@ -134,6 +134,7 @@ mod tests {
                 cache_read: read,
                 output: 10,
             }),
+            usage_key: None,
             step: ChainStep::default(),
             len: 0,
         }

@@ -335,6 +335,7 @@ mod tests {
                 at_ms: 1_000_000 + at_s * 1000,
                 model: Arc::from("claude-sonnet-4-5"),
                 recorded: Some(recorded),
+                usage_key: None,
                 step: ChainStep {
                     keep: 0,
                     added: 0..2,

@@ -66,6 +66,11 @@ pub struct Accuracy {
     pub requests_compared: u64,
     /// Assembled requests without recorded usage (not compared).
     pub requests_without_usage: u64,
+    /// Assembled requests whose recorded response another session file of
+    /// the corpus holds too (a copied or resumed session): compared once,
+    /// as the bill counts them.
+    #[serde(default)]
+    pub requests_copied: u64,
     pub cache_read: ErrorStats,
     pub cache_write: ErrorStats,
     pub hits: HitAgreement,
@@ -220,6 +225,10 @@ pub struct CostReport {
     pub bill: Headline,
     /// The simulator's prediction for every assembled request.
     pub modeled: Totals,
+    /// The same over the requests compared ([`Accuracy::requests_compared`]:
+    /// those of the bill, each once), beside `recorded` in the summary.
+    #[serde(default)]
+    pub modeled_compared: Totals,
     /// Recorded requests of models without a price: in the token counts of
     /// `recorded`, not in its cost.
     pub recorded_unpriced: Vec<Unpriced>,
@@ -313,6 +322,8 @@ pub(super) fn add_baseline(
         .collect();
     let mut ratio_acc: Vec<[u64; 4]> = vec![[0; 4]; sessions.len()];
     let mut sums = Sums::default();
+    let mut compared = Sums::default();
+    let mut seen: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
     rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
     for (ci, c) in chains.iter_mut().enumerate() {
         let context = super::context::per_request(c);
@@ -330,9 +341,12 @@ pub(super) fn add_baseline(
             acc[0] += p.tokens.cache_read;
             acc[1] += p.tokens.total_input();
             let rec_cost = r.recorded.and_then(|t| pricing.cost(&r.model, &t));
-            if let Some(t) = r.recorded {
-                acc[2] += t.cache_read;
-                acc[3] += t.total_input();
+            let copy = r.usage_key.is_some_and(|k| !seen.insert(k));
+            if r.recorded.is_some() && copy {
+                rep.accuracy.requests_copied += 1;
+            }
+            if let Some(t) = r.recorded.filter(|_| !copy) {
+                compared.add(&r.model, &p.tokens, p.cost);
                 rep.accuracy.requests_compared += 1;
                 read_pairs.push((p.tokens.cache_read, t.cache_read));
                 write_pairs.push((p.tokens.cache_write(), t.cache_write()));
@@ -345,11 +359,15 @@ pub(super) fn add_baseline(
                 }
                 rep.accuracy.recorded_cost_usd += rec_cost.unwrap_or(0.0);
                 rep.accuracy.modeled_cost_usd += p.cost.unwrap_or(0.0);
-                s.recorded_cost_usd += rec_cost.unwrap_or(0.0);
                 rep.recorded_by_category.add(pricing, &r.model, &t);
                 rep.modeled_by_category.add(pricing, &r.model, &p.tokens);
-            } else {
+            } else if r.recorded.is_none() {
                 rep.accuracy.requests_without_usage += 1;
+            }
+            if let Some(t) = r.recorded {
+                acc[2] += t.cache_read;
+                acc[3] += t.total_input();
+                s.recorded_cost_usd += rec_cost.unwrap_or(0.0);
             }
             rep.turns.push(TurnRow {
                 custom_id: std::mem::take(&mut r.custom_id),
@@ -368,6 +386,7 @@ pub(super) fn add_baseline(
         s.recorded_hit_ratio = (a[3] > 0).then(|| a[2] as f64 / a[3] as f64);
     }
     rep.modeled = sums.totals;
+    rep.modeled_compared = compared.totals;
     rep.modeled_cache_creation = sums.cache_creation;
     rep.modeled_unpriced = sums.unpriced.into_vec();
     rep.sessions = sorted_sessions(per_session, &mut rep.turns);
