@@ -20,7 +20,7 @@ body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica
 main{max-width:980px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:24px;margin:8px 0 4px}h2{font-size:18px;margin:32px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
-p.note{color:var(--mute);margin:4px 0 10px}.sub{color:var(--mute)}p.lead{font-size:17px;margin:6px 0 10px}
+p.note{color:var(--mute);margin:4px 0 10px}.sub{color:var(--mute)}#sessions-table td.t{overflow-wrap:anywhere}p.lead{font-size:17px;margin:6px 0 10px}
 nav a{margin-right:12px;color:var(--mod)}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{padding:3px 10px;border-bottom:1px solid var(--line);text-align:right;vertical-align:top}
