@@ -76,4 +76,21 @@ SCENARIOS = [
                DONE],
      "steps": [{"prompt": "what is in the inventory?",
                 "args": ["--allowedTools", "mcp__probe__inventory,mcp__probe__echo"]}]},
+
+    # Deferred tools (issue 16; tests/fixtures/cc-2.1.114/tool-search): tool
+    # search is off against a local server unless ENABLE_TOOL_SEARCH is set.
+    # ToolSearch loads web fetch and a cron tool, the model calls one, a
+    # second ToolSearch loads one more: what is sent after each load.
+    {"name": "tool-search", "files": {"README.md": "# demo\n"},
+     "env": {"ENABLE_TOOL_SEARCH": "true"},
+     "rules": [{"when": {"last_is_tool_result": False}, "once": True,
+                "reply": {"blocks": [TU("ToolSearch", {"query": "select:WebFetch,CronList", "max_results": 2})]}},
+               {"when": {"last_is_tool_result": True}, "once": True,
+                "reply": {"blocks": [TU("CronList", {})]}},
+               {"when": {"last_is_tool_result": True}, "once": True,
+                "reply": {"blocks": [TU("ToolSearch", {"query": "select:TodoWrite", "max_results": 1})]}},
+               {"when": {"last_is_tool_result": True}, "once": True,
+                "reply": {"blocks": [TU("Bash", {"command": "echo hi", "description": "Say hi"})]}},
+               DONE],
+     "steps": [{"prompt": "plan tasks", "args": ["--allowedTools", "ToolSearch,CronList,WebFetch,TodoWrite,Bash"]}]},
 ]

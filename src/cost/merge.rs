@@ -10,9 +10,16 @@
 //!   corpus, so shard counts cannot be summed: each shard carries its usage
 //!   lines (`usage::carry`) and the merge runs the rule once over all of
 //!   them, then prices and sums them as a single run does.
+//! - **The accuracy** (`accuracy`, every field but `requests_without_usage`,
+//!   its medians and 90th percentiles too; `modeled_compared`, the cost by
+//!   category): each shard carries the requests it compared, by session
+//!   (`compared`); the merge compares them again in the corpus's order of
+//!   sessions, so a request copied into sessions of two shards is compared
+//!   once, as in a single run, and the sums are added in the single run's
+//!   order.
 //! - **Modeled counts and money** (`modeled`, `modeled_unpriced`, the TTL
-//!   split, `accuracy`'s counts and costs, `what_if`, `sessions`, the cost
-//!   by category, `rejected_requests`, the estimator's counts): summed
+//!   split, `what_if`, `sessions`, `rejected_requests`, the estimator's
+//!   counts): summed
 //!   (money from the unrounded values the partial carries; a session is in
 //!   one shard, so its row is the shard's). They are a single run's when
 //!   every shard modeled as the single run does: the shard key keeps each
@@ -27,9 +34,8 @@
 //!
 //! # What does not merge
 //!
-//! - Quantiles: `accuracy.cache_read` / `cache_write` medians and 90th
-//!   percentiles, `estimator.median_relative_error` / `p90_relative_error`:
-//!   `null`.
+//! - The estimator's quantiles (`estimator.median_relative_error` /
+//!   `p90_relative_error`): `null`.
 //! - The estimator's fit: `estimator.bytes_per_token` and
 //!   `unseen_prefix_median` are kept when every shard has the same
 //!   (`--estimator`), else `null`.
@@ -42,7 +48,7 @@
 //! (a missing shard would leave sessions out), the same `--recorded-only`,
 //! `--account`, what-ifs and price table.
 
-use super::modeled::{CostReport, WhatIfResult};
+use super::modeled::{ComparedSession, Comparison, CostReport, WhatIfResult};
 use super::pricing::Pricing;
 use super::usage::carry::{CarriedFile, carry, uncarry};
 use super::usage::{FileCandidates, PricingInfo, RecordedReport, Totals, Unpriced, dedup_files, price_requests};
@@ -54,7 +60,7 @@ use std::collections::BTreeMap;
 /// `partial.format` of a shard's report.
 pub const PARTIAL_FORMAT: &str = "ctxasm-cost-partial";
 /// `partial.version`.
-pub const PARTIAL_VERSION: u32 = 1;
+pub const PARTIAL_VERSION: u32 = 2;
 
 /// What a shard's `cost --json` report carries for the merge (its
 /// `partial` object).
@@ -75,6 +81,9 @@ pub struct Partial {
     pub modeled: Option<CostReport>,
     /// The shard's usage lines before the rule.
     pub usage: Vec<CarriedFile>,
+    /// `cost`: the requests the shard compared, by session in its order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compared: Vec<ComparedSession>,
 }
 
 impl Partial {
@@ -90,12 +99,13 @@ impl Partial {
             diagnostics: report.diagnostics.clone(),
             modeled: None,
             usage: carry(lines),
+            compared: Vec::new(),
         }
     }
 
     /// The partial of a `cost` shard.
     pub fn modeled(shard: Shard, by: ShardBy, report: &CostReport, lines: &FileCandidates) -> Self {
-        let modeled = CostReport { diagnostics: Vec::new(), turns: Vec::new(), ..report.clone() };
+        let modeled = CostReport { diagnostics: Vec::new(), turns: Vec::new(), compared: Vec::new(), ..report.clone() };
         Partial {
             format: PARTIAL_FORMAT.into(),
             version: PARTIAL_VERSION,
@@ -106,6 +116,7 @@ impl Partial {
             diagnostics: report.diagnostics.clone(),
             modeled: Some(modeled),
             usage: carry(lines),
+            compared: report.compared.clone(),
         }
     }
 
@@ -141,7 +152,8 @@ pub fn merge(parts: Vec<(String, Partial)>, pricing: &Pricing) -> Result<Merged,
     for (name, p) in parts {
         files.extend(uncarry(p.usage));
         diagnostics.extend(p.diagnostics);
-        if let Some(m) = p.modeled {
+        if let Some(mut m) = p.modeled {
+            m.compared = p.compared;
             modeled.push((name, m));
         } else if !recorded_only {
             return Err(format!("{name}: a partial of `cost` without its modeled report"));
@@ -151,7 +163,7 @@ pub fn merge(parts: Vec<(String, Partial)>, pricing: &Pricing) -> Result<Merged,
     price_requests(&mut requests, pricing);
     let recorded = RecordedReport::from_requests(&requests, pricing, diagnostics);
     let mut notes = Vec::new();
-    let modeled = if recorded_only { None } else { Some(merge_modeled(modeled, &recorded, by, &mut notes)?) };
+    let modeled = if recorded_only { None } else { Some(merge_modeled(modeled, &recorded, by, pricing, &mut notes)?) };
     Ok(Merged { shards: count, shard_by: by, recorded, modeled, notes })
 }
 
@@ -241,6 +253,7 @@ fn merge_modeled(
     reports: Vec<(String, CostReport)>,
     recorded: &RecordedReport,
     by: ShardBy,
+    pricing: &Pricing,
     notes: &mut Vec<String>,
 ) -> Result<CostReport, String> {
     let Some((first_name, first)) = reports.first() else { return Err("no report to merge".into()) };
@@ -286,25 +299,12 @@ fn merge_modeled(
     });
     for (_, r) in &reports {
         add_totals(&mut out.modeled, &r.modeled);
-        add_totals(&mut out.modeled_compared, &r.modeled_compared);
         add_unpriced(&mut modeled_unpriced, &r.modeled_unpriced);
         let (c, d) = (&mut out.modeled_cache_creation, &r.modeled_cache_creation);
         c.ephemeral_5m_input_tokens += d.ephemeral_5m_input_tokens;
         c.ephemeral_1h_input_tokens += d.ephemeral_1h_input_tokens;
         let (a, b) = (&mut out.accuracy, &r.accuracy);
-        a.requests_compared += b.requests_compared;
         a.requests_without_usage += b.requests_without_usage;
-        a.requests_copied += b.requests_copied;
-        a.cache_read.requests += b.cache_read.requests;
-        a.cache_read.relative_over += b.cache_read.relative_over;
-        a.cache_write.requests += b.cache_write.requests;
-        a.cache_write.relative_over += b.cache_write.relative_over;
-        a.hits.both += b.hits.both;
-        a.hits.recorded_only += b.hits.recorded_only;
-        a.hits.modeled_only += b.hits.modeled_only;
-        a.hits.neither += b.hits.neither;
-        a.recorded_cost_usd += b.recorded_cost_usd;
-        a.modeled_cost_usd += b.modeled_cost_usd;
         let (e, f) = (&mut out.estimator, &r.estimator);
         e.samples += f.samples;
         e.blocks_pinned += f.blocks_pinned;
@@ -316,16 +316,6 @@ fn merge_modeled(
             applicable[i] |= w.not_applicable.is_none();
         }
         out.sessions.extend(r.sessions.iter().cloned());
-        for (a, b) in [
-            (&mut out.recorded_by_category, &r.recorded_by_category),
-            (&mut out.modeled_by_category, &r.modeled_by_category),
-        ] {
-            a.input += b.input;
-            a.cache_write_5m += b.cache_write_5m;
-            a.cache_write_1h += b.cache_write_1h;
-            a.cache_read += b.cache_read;
-            a.output += b.output;
-        }
         out.rejected_requests += r.rejected_requests;
         out.ttl_misses.merge(&r.ttl_misses);
         out.context += r.context;
@@ -334,18 +324,15 @@ fn merge_modeled(
     }
     out.modeled_unpriced = modeled_unpriced.into_values().collect();
     out.sessions.sort_by(|a, b| (&a.project, &a.session_id).cmp(&(&b.project, &b.session_id)));
-    let a = &mut out.accuracy;
-    a.cost_error_pct = if a.recorded_cost_usd > 0.0 {
-        100.0 * (a.modeled_cost_usd - a.recorded_cost_usd) / a.recorded_cost_usd
-    } else {
-        0.0
-    };
-    for s in [&mut a.cache_read, &mut a.cache_write] {
-        s.median_abs_tokens = f64::NAN;
-        s.p90_abs_tokens = f64::NAN;
-        s.median_relative = f64::NAN;
-        s.p90_relative = f64::NAN;
+    // The requests of the bill compared again in the corpus's order of
+    // sessions (discovery's: by first file), each recorded response once.
+    let mut compared: Vec<&ComparedSession> = reports.iter().flat_map(|(_, r)| &r.compared).collect();
+    compared.sort_by(|a, b| a.file.as_bytes().cmp(b.file.as_bytes()));
+    let mut comparison = Comparison::default();
+    for c in compared.iter().flat_map(|s| &s.requests) {
+        comparison.add_compared(c, pricing);
     }
+    comparison.finish(&mut out);
     let baseline = out.modeled.cost_usd;
     for (i, w) in out.what_if.iter_mut().enumerate() {
         if !applicable[i] {
@@ -361,8 +348,8 @@ fn merge_modeled(
     e.median_relative_error = f64::NAN;
     e.p90_relative_error = f64::NAN;
     notes.push(
-        "medians and 90th percentiles (accuracy.cache_read, accuracy.cache_write, the estimator's errors) are \
-         quantiles over each shard's requests: not merged (null)"
+        "the estimator's medians and 90th percentiles of error are quantiles over each shard's requests: not \
+         merged (null)"
             .into(),
     );
     if same_fit {

@@ -366,7 +366,7 @@ fn boundary_tools_says_when_it_is_not_applicable() {
 
 /// The what-if table in the payer's terms: the recorded bill plus each
 /// what-if's modeled change (issue 16), on the bundled sample (bill 9.0877,
-/// modeled 8.3000; ttl=1h +0.8216 gives 9.9093).
+/// modeled 8.8289; ttl=1h +0.8939 gives 9.9816).
 #[test]
 fn what_ifs_say_what_you_would_have_paid() {
     let (code, out, err) = run(&["cost", SAMPLE, "--what-if", "ttl=1h"]);
@@ -374,9 +374,9 @@ fn what_ifs_say_what_you_would_have_paid() {
     has_line(&out, "what-if                            modeled USD     delta USD     delta  you'd have paid");
     has_line(
         &out,
-        "(baseline)                              8.3000                                   9.0877 (the bill)",
+        "(baseline)                              8.8289                                   9.0877 (the bill)",
     );
-    has_line(&out, "ttl=1h                                  9.1216       +0.8216     +9.9%           9.9093");
+    has_line(&out, "ttl=1h                                  9.7228       +0.8939    +10.1%           9.9816");
     has_line(&out, "  you'd have paid: the recorded bill (9.0877 USD) plus the what-if's modeled change");
 }
 
@@ -431,7 +431,7 @@ fn the_report_opens_with_the_bill() {
             "session_id": "7acd37a8-2745-4b58-a8a9-46164b22ad9e",
             "project": "-Users-dain-workspace-JSSoundRecorder",
             "requests": 1, "tokens_rewritten": 57841, "extra_cost_usd": 0.199551,
-            "shortest_pause_s": 635, "longest_pause_s": 635
+            "shortest_pause_s": 630, "longest_pause_s": 630
         }]})
     );
     // The summary and the accuracy count the same requests: the bill's,
@@ -452,7 +452,7 @@ fn the_report_opens_with_the_bill() {
     let worst = v["worst_requests"].as_array().unwrap();
     assert_eq!(worst.len(), 20);
     assert_eq!(worst[0]["custom_id"], "7acd37a8-2745-4b58-a8a9-46164b22ad9e_8");
-    assert_eq!(worst[0]["at"], "2025-11-18T00:01:03Z");
+    assert_eq!(worst[0]["at"], "2025-11-18T00:00:56Z", "when it was sent: the user line it answers");
     assert_eq!(
         (worst[0]["recorded"]["cache_read"].as_u64(), worst[0]["recorded"]["cache_write_5m"].as_u64()),
         (Some(12337), Some(24919))
@@ -461,7 +461,7 @@ fn the_report_opens_with_the_bill() {
     assert!(worst.windows(2).all(|p| gap(&p[0]) >= gap(&p[1]) - 1e-6), "sorted by the gap");
     has_line(
         &out,
-        "    -0.0803  2025-11-18 00:01  read 12337 write 24919 recorded, read 35609 write 1649 modeled  \"OK, so this was \
+        "    -0.0803  2025-11-18 00:00  read 12337 write 24919 recorded, read 35609 write 1649 modeled  \"OK, so this was \
          just so you know what t…\" (-Users-dain-workspace-JSSoundRecorder)",
     );
     // The `/context` view: the parts sum to every modeled request's input,
@@ -514,7 +514,7 @@ fn the_report_opens_with_the_bill() {
          <td>1</td><td>10 min</td><td>57,841</td><td>$0.1996</td></tr>"
     )));
     assert!(page.contains(&format!(
-        "<tr><th>2025-11-18 00:01</th><td class=\"t\"><a href=\"#{anchor}\" title=\"7acd37a8-2745-4b58-a8a9-46164b22ad9e_8\">\
+        "<tr><th>2025-11-18 00:00</th><td class=\"t\"><a href=\"#{anchor}\" title=\"7acd37a8-2745-4b58-a8a9-46164b22ad9e_8\">\
          {title}</a></td><td>12,337 / 24,919</td><td>35,609 / 1,649</td><td>$0.1057</td><td>-$0.0803</td></tr>"
     )));
     assert!(page.contains(

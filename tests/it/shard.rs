@@ -302,11 +302,6 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
     let fit = t.join("fit.json");
     std::fs::write(&fit, run(&["cost", SAMPLE, "--json"])).unwrap();
     let dropped = |mut v: Value| {
-        for s in ["cache_read", "cache_write"] {
-            for q in ["median_abs_tokens", "p90_abs_tokens", "median_relative", "p90_relative"] {
-                v["accuracy"][s][q] = Value::Null;
-            }
-        }
         v["estimator"]["median_relative_error"] = Value::Null;
         v["estimator"]["p90_relative_error"] = Value::Null;
         v
@@ -321,7 +316,7 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
         let notes: Vec<&str> =
             merged["merged"]["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
         assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].starts_with("medians and 90th percentiles"));
+        assert!(notes[0].starts_with("the estimator's medians and 90th percentiles"), "{notes:?}");
         assert!(notes[1].starts_with("per-request rows"));
     }
     // The default: each shard fits its own estimator, and sessions of one
@@ -338,6 +333,30 @@ fn modeled_cost_of_shards_merges_exactly_when_shards_model_as_one_run() {
     let notes = merged["merged"]["notes"].to_string();
     assert!(notes.contains("each shard fitted its own estimator"), "{notes}");
     assert!(notes.contains("sharded by session with --account root"), "{notes}");
+}
+
+/// A request copied into sessions of two shards (the usage fixtures'
+/// resumed session) is compared once in the merge, as in a single run:
+/// the accuracy, its quantiles too, is the single run's.
+#[test]
+fn a_request_copied_across_shards_is_compared_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    let fit = t.join("fit.json");
+    std::fs::write(&fit, run(&["cost", USAGE, "--json"])).unwrap();
+    let extra = ["--account", "session", "--estimator", p(&fit)];
+    let mut split = false;
+    for n in 2..=5 {
+        let (single, merged, shards) = cost_runs(t, USAGE, n, &extra[..], &[]);
+        for k in ["accuracy", "modeled_compared", "recorded_by_category", "modeled_by_category"] {
+            assert_eq!(merged[k], single[k], "{k} of {n} shards");
+        }
+        let naive: u64 = shards.iter().map(|s| s["accuracy"]["requests_compared"].as_u64().unwrap()).sum();
+        let exact = single["accuracy"]["requests_compared"].as_u64().unwrap();
+        assert!(naive >= exact);
+        split |= naive > exact;
+    }
+    assert!(split, "no shard split a copied request: the test shows nothing");
 }
 
 #[test]
@@ -458,12 +477,11 @@ fn public_corpus_shards_merge_as_a_single_run() {
     let fit = t.join("fit.json");
     std::fs::write(&fit, run(&["cost", public, "--json"])).unwrap();
     let extra = ["--estimator", p(&fit), "--what-if", "ttl=1h"];
-    let (mut single, merged, _) = cost_runs(t, public, 4, &extra[..], &["--shard-by", "root"]);
-    for s in ["cache_read", "cache_write"] {
-        for q in ["median_abs_tokens", "p90_abs_tokens", "median_relative", "p90_relative"] {
-            single["accuracy"][s][q] = Value::Null;
-        }
-    }
+    let (mut single, merged, shards) = cost_runs(t, public, 4, &extra[..], &["--shard-by", "root"]);
+    // Sessions copied into two roots: the shards compare a copied request
+    // each, the merge once.
+    let naive: u64 = shards.iter().map(|s| s["accuracy"]["requests_compared"].as_u64().unwrap()).sum();
+    assert!(naive > single["accuracy"]["requests_compared"].as_u64().unwrap(), "no copy split: the test shows nothing");
     single["estimator"]["median_relative_error"] = Value::Null;
     single["estimator"]["p90_relative_error"] = Value::Null;
     single["merged"] = merged["merged"].clone();

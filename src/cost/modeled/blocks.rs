@@ -16,7 +16,7 @@ use crate::cost::usage;
 use crate::diag::Diagnostic;
 use crate::input::discover::Discovery;
 use crate::json::Json;
-use crate::model::content::{BlockKind as ContentKind, Content};
+use crate::model::content::{BlockKind as ContentKind, Content, ToolResultContent};
 use crate::model::entry::Entry;
 use crate::time::parse_timestamp_ms;
 use rustc_hash::FxHashMap;
@@ -47,8 +47,12 @@ pub(super) struct ChainIn {
     pub(super) session: usize,
     pub(super) arena: Vec<SimBlock>,
     pub(super) feats: Vec<BlockFeat>,
-    /// Arena index of the unseen prefix block.
+    /// Arena index of the unseen prefix block (its first request's).
     pub(super) unseen: Option<usize>,
+    /// Arena indices of the unseen prefix block in requests built again
+    /// from their first block (after deferred tools were loaded, or a
+    /// change the request before does not share): the same size.
+    pub(super) unseen_again: Vec<usize>,
     pub(super) reqs: Vec<ReqIn>,
 }
 
@@ -66,6 +70,8 @@ pub(super) struct SessionIn {
     pub(super) title: Option<String>,
     /// Its first entry's timestamp, as written.
     pub(super) started: Option<String>,
+    /// Its first file by path (where discovery puts the session), lossy.
+    pub(super) first_file: String,
     pub(super) diagnostics: Vec<Diagnostic>,
 }
 
@@ -197,6 +203,62 @@ fn strip_old_thinking(blocks: &mut [SimBlock], feats: &mut [BlockFeat]) {
     }
 }
 
+/// What a user entry's ToolSearch results loaded (`tool_reference` blocks
+/// in a tool result): web search or fetch among them, other tools, none.
+fn deferred_tools_loaded(e: &Entry<'_>) -> Loaded {
+    let Some(u) = e.as_user() else { return Loaded::None };
+    let mut out = Loaded::None;
+    for b in u.content.blocks() {
+        let ContentKind::ToolResult { content: ToolResultContent::Blocks(bs), .. } = b.kind else { continue };
+        for b in bs.iter() {
+            if let ContentKind::ToolReference { tool_name } = b.kind {
+                out =
+                    out.max(if matches!(tool_name, "WebSearch" | "WebFetch") { Loaded::Web } else { Loaded::Deferred });
+            }
+        }
+    }
+    out
+}
+
+/// When a request rebuilt by the pipeline was sent (see [`start_before`]).
+fn request_start(session: &Session<'_, '_>, r: &Request<'_>) -> Option<u64> {
+    let f = session.files().find(|f| f.file.display == r.file)?;
+    start_before(&f.parsed.entries, r.line)
+}
+
+/// When the request answered by the response written at `line` was sent:
+/// the time of the last user line (a prompt, tool results) between the
+/// response before it and its first line, on the same side of the chain. The response's
+/// own lines are written as it streams, later than the start the TTL
+/// counts from (facts §1.4); the user line is written just before the
+/// request goes. `None` when there is no such line with a time.
+fn start_before(entries: &[Entry<'_>], line: u32) -> Option<u64> {
+    let at = entries.binary_search_by_key(&line, |e| e.line).ok()?;
+    let resp = &entries[at];
+    let id = resp.as_assistant()?.message_id?;
+    let side = resp.env.is_sidechain;
+    // Back to the response's first line: lines of the same message, with
+    // the tool results written between them.
+    let mut first = at;
+    let mut after = 0;
+    for (j, e) in entries[..at].iter().enumerate().rev() {
+        match e.as_assistant() {
+            Some(a) if a.message_id == Some(id) => first = j,
+            Some(_) if e.env.is_sidechain == side => {
+                after = j + 1;
+                break;
+            }
+            _ => {}
+        }
+    }
+    // The user line between the response before and this one.
+    entries[after..first]
+        .iter()
+        .rev()
+        .find(|e| e.env.is_sidechain == side && e.as_user().is_some())
+        .and_then(|e| parse_timestamp_ms(e.env.timestamp?))
+}
+
 /// The entry written at `line` of `file`.
 fn entry_at<'s, 'a>(session: &'s Session<'a, '_>, file: &str, line: u32) -> Option<&'s Entry<'a>> {
     let f = session.files().find(|f| f.file.display == file)?;
@@ -246,6 +308,7 @@ fn session_blocks<'a>(
         };
         by_message.get(mid).map(|t| (*t, xxh3_64(mid.as_bytes())))
     };
+    let start_of = |r: &Request<'_>| if out.by_pipeline { request_start(session, r) } else { None };
     let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version).unwrap_or("");
     let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.cwd).unwrap_or("");
 
@@ -259,9 +322,50 @@ fn session_blocks<'a>(
     let mut seg = SegmentBlocks::default();
     let mut scratch = ChainScratch::default();
     let mut chains = Vec::with_capacity(order.len());
+    // Per file, the first line where a ToolSearch result loaded deferred
+    // tools, and web search or fetch (see [`Loaded`]): the requests
+    // answered after them send them.
+    let mut loads: FxHashMap<&str, [u32; 2]> = FxHashMap::default();
+    if sin.unseen_prompt {
+        for f in session.files() {
+            let mut at = [u32::MAX; 2];
+            for e in &f.parsed.entries {
+                match deferred_tools_loaded(e) {
+                    Loaded::None => {}
+                    Loaded::Deferred => at[0] = at[0].min(e.line),
+                    Loaded::Web => {
+                        at[0] = at[0].min(e.line);
+                        at[1] = e.line;
+                        break;
+                    }
+                }
+            }
+            if at[0] != u32::MAX {
+                loads.insert(f.file.display.as_str(), at);
+            }
+        }
+    }
+    let loaded = |r: &Request<'_>| match loads.get(r.file) {
+        Some(&[_, web]) if r.line > web => Loaded::Web,
+        Some(&[any, _]) if r.line > any => Loaded::Deferred,
+        _ => Loaded::None,
+    };
     for agent in order {
-        let unseen = sin.unseen_prompt.then(|| unseen_block(version, cwd, agent.is_some()));
-        let chain = chain_of(&out.requests, agent, unseen, &mut seg, &mut scratch, &usage_of, out.by_pipeline, whole);
+        let unseen = sin.unseen_prompt.then(|| {
+            [Loaded::None, Loaded::Deferred, Loaded::Web].map(|l| unseen_block(version, cwd, agent.is_some(), l))
+        });
+        let chain = chain_of(
+            &out.requests,
+            agent,
+            unseen,
+            &loaded,
+            &start_of,
+            &mut seg,
+            &mut scratch,
+            &usage_of,
+            out.by_pipeline,
+            whole,
+        );
         chains.push(chain);
     }
     drop(by_message);
@@ -309,6 +413,12 @@ fn session_in(
                 .or_else(|| first_prompt(&f.parsed.entries, true).map(|p| format!("subagent: {p}")))
         }),
         started,
+        first_file: session
+            .files()
+            .map(|f| f.file.path.as_path())
+            .min()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         scope_root: scope_of(&["root", &root]),
         scope_project: scope_of(&["project", &project_path]),
         scope_session: scope_of(&["session", &project_path, &session_id]),
@@ -353,12 +463,38 @@ pub(super) fn first_prompt(entries: &[Entry<'_>], sidechains: bool) -> Option<St
     })
 }
 
+/// Which deferred tools a request of a pipeline chain sends, as the cache
+/// sees them. From the request after a ToolSearch result that loaded tools
+/// (`tool_reference` blocks), the CLI sends them in `tools` with
+/// `defer_loading` (what 2.1.114 sends; the other tools stay as they were),
+/// and the recorded usage shows the prefix changed twice, not per tool: at
+/// the first tool loaded, and when web search or web fetch is (facts §1.5:
+/// toggling them invalidates the system prompt's cache). Public corpus,
+/// 2.1.114: the main chain read nothing after its first load (task tools),
+/// and so did a subagent after loading web search and fetch; two other
+/// subagents that loaded those two read the prefix the first had written;
+/// one of them then loaded twelve more tools and read everything. From
+/// 2.1.3xx the CLI sends a placeholder deferred tool from the first request
+/// on, so the prefix does not change there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Loaded {
+    None = 0,
+    Deferred = 1,
+    Web = 2,
+}
+
 /// The unseen prefix block of a chain: its identity is (CLI version, cwd,
-/// main or subagent), its size is given in pass 2.
-fn unseen_block(version: &str, cwd: &str, agent: bool) -> SimBlock {
+/// main or subagent, which [`Loaded`] deferred tools it sends), its size
+/// is given in pass 2.
+fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlock {
+    let who = if agent { "agent" } else { "main" };
+    let tools = match loaded {
+        Loaded::None => "",
+        Loaded::Deferred => "deferred tools",
+        Loaded::Web => "deferred tools, web search or fetch",
+    };
     SimBlock {
-        hash: u128::from(scope_of(&["unseen prefix", version, cwd, if agent { "agent" } else { "main" }]))
-            | (1u128 << 127),
+        hash: u128::from(scope_of(&["unseen prefix", version, cwd, who, tools])) | (1u128 << 127),
         tokens: 0,
         ttl: Some(Ttl::FiveMinutes),
         kind: BlockKind::System,
@@ -523,7 +659,9 @@ impl ChainCur {
 fn chain_of(
     requests: &[Request<'_>],
     agent: Option<&str>,
-    unseen_block: Option<SimBlock>,
+    unseen_blocks: Option<[SimBlock; 3]>,
+    loaded: &dyn Fn(&Request<'_>) -> Loaded,
+    start_of: &dyn Fn(&Request<'_>) -> Option<u64>,
     seg: &mut SegmentBlocks,
     scratch: &mut ChainScratch,
     usage_of: &dyn Fn(&Request<'_>) -> Option<(TokenCounts, u64)>,
@@ -550,23 +688,27 @@ fn chain_of(
         let follows = !whole && prev_index.is_some_and(|p| p + 1 == index);
         prev_index = Some(index);
         let shared = if follows { r.body.shared } else { 0 };
-        let keep = match cur.extend(&r.body, shared, seg, unseen_block.as_ref(), strip, scratch) {
+        let unseen_block = unseen_blocks.as_ref().map(|u| &u[loaded(r) as usize]);
+        let keep = match cur.extend(&r.body, shared, seg, unseen_block, strip, scratch) {
             Some(keep) => keep,
-            None => cur.rebuild(&r.body, seg, unseen_block.as_ref(), strip, scratch),
+            None => cur.rebuild(&r.body, seg, unseen_block, strip, scratch),
         };
         let blocks = &cur.blocks;
         let start = chain.arena.len();
         chain.arena.extend_from_slice(&blocks[keep..]);
         chain.feats.extend_from_slice(&cur.feats[keep..]);
-        if chain.unseen.is_none() && unseen_block.is_some() && keep == 0 {
-            chain.unseen = Some(start);
+        if unseen_block.is_some() && keep == 0 {
+            match chain.unseen {
+                None => chain.unseen = Some(start),
+                Some(_) => chain.unseen_again.push(start),
+            }
         }
         let breakpoints = cur
             .marked
             .iter()
             .filter_map(|&i| blocks[i].ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
             .collect();
-        let at_ms = r.timestamp.and_then(parse_timestamp_ms).unwrap_or(last_ms).max(last_ms);
+        let at_ms = start_of(r).or_else(|| r.timestamp.and_then(parse_timestamp_ms)).unwrap_or(last_ms).max(last_ms);
         last_ms = at_ms;
         let used = usage_of(r);
         chain.reqs.push(ReqIn {
@@ -692,6 +834,83 @@ mod tests {
             format!(r#"{{"type":"user","uuid":"g","message":{{"role":"user","content":"{}"}}}}"#, "é".repeat(100));
         let p = parse(&[long.as_str()]);
         assert_eq!(first_prompt(&p.entries, false), Some(format!("{}…", "é".repeat(80))));
+    }
+
+    fn parsed<'b>(bump: &'b bumpalo::Bump, lines: &[&str]) -> crate::input::ParsedLines<'b> {
+        let text = lines.join("\n") + "\n";
+        crate::input::parse_bytes(
+            bump,
+            bump.alloc_str(&text).as_bytes(),
+            "t.jsonl",
+            &crate::input::ReadOptions::default(),
+        )
+    }
+
+    /// A pipeline request starts when the user line it answers was written:
+    /// before the response's first line, past the tool results written
+    /// between the lines of a streamed response, and on its own side of
+    /// the chain.
+    #[test]
+    fn a_request_starts_at_the_user_line_it_answers() {
+        let bump = bumpalo::Bump::new();
+        let a = |id: &str, ts: &str, side: bool| {
+            format!(
+                r#"{{"type":"assistant","uuid":"{id}{ts}","isSidechain":{side},"timestamp":"2026-01-01T00:00:{ts}.000Z","message":{{"id":"{id}","role":"assistant","content":[{{"type":"text","text":"x"}}]}}}}"#
+            )
+        };
+        let u = |ts: &str, side: bool| {
+            format!(
+                r#"{{"type":"user","uuid":"u{ts}","isSidechain":{side},"timestamp":"2026-01-01T00:00:{ts}.000Z","message":{{"role":"user","content":"go"}}}}"#
+            )
+        };
+        let lines = [
+            u("00", false),       // 1
+            a("m1", "05", false), // 2
+            u("06", false),       // 3: a tool result between lines of m1
+            a("m1", "07", false), // 4
+            u("10", true),        // 5: a subagent's prompt
+            u("20", false),       // 6
+            a("m2", "30", false), // 7
+            a("s1", "31", true),  // 8
+        ];
+        let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let p = parsed(&bump, &refs);
+        let ms = |s: u64| Some(1_767_225_600_000 + s * 1000);
+        assert_eq!(start_before(&p.entries, 2), ms(0));
+        assert_eq!(start_before(&p.entries, 4), ms(0), "from the response's first line");
+        assert_eq!(start_before(&p.entries, 7), ms(20));
+        assert_eq!(start_before(&p.entries, 8), ms(10), "its own side of the chain");
+        assert_eq!(start_before(&p.entries, 1), None, "not a response");
+        let back_to_back = parsed(&bump, &[refs[0], refs[1], refs[6]]);
+        assert_eq!(start_before(&back_to_back.entries, 3), None, "no user line since the response before");
+        let first = parsed(&bump, &refs[1..2]);
+        assert_eq!(start_before(&first.entries, 1), None, "nothing before it");
+    }
+
+    /// What a ToolSearch result loaded, from its `tool_reference` blocks:
+    /// web search or fetch weigh more than other tools; other results and
+    /// lines load nothing.
+    #[test]
+    fn tool_search_results_say_which_deferred_tools_were_loaded() {
+        let bump = bumpalo::Bump::new();
+        let result = |names: &[&str]| {
+            let refs: Vec<String> =
+                names.iter().map(|n| format!(r#"{{"type":"tool_reference","tool_name":"{n}"}}"#)).collect();
+            format!(
+                r#"{{"type":"user","uuid":"u","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t","content":[{}]}}]}}}}"#,
+                refs.join(",")
+            )
+        };
+        let loaded = |line: &str| {
+            let p = parsed(&bump, &[line]);
+            deferred_tools_loaded(&p.entries[0])
+        };
+        assert_eq!(loaded(&result(&["TaskCreate", "TaskList"])), Loaded::Deferred);
+        assert_eq!(loaded(&result(&["TaskCreate", "WebFetch"])), Loaded::Web);
+        assert_eq!(loaded(&result(&["WebSearch"])), Loaded::Web);
+        assert_eq!(loaded(&result(&[])), Loaded::None);
+        let text = r#"{"type":"user","uuid":"u","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"No matching deferred tools found"}]}}"#;
+        assert_eq!(loaded(text), Loaded::None);
     }
 
     /// Every chain's arena, features and steps as pass 1 builds them

@@ -94,7 +94,9 @@ pub(super) fn per_request(chain: &ChainIn) -> Vec<ContextTokens> {
             for i in r.step.added.clone() {
                 let mut next = sums.last().copied().unwrap_or_default();
                 match chain.arena.get(i) {
-                    Some(b) if chain.unseen == Some(i) => next.unseen_prompt += u64::from(b.tokens),
+                    Some(b) if chain.unseen == Some(i) || chain.unseen_again.binary_search(&i).is_ok() => {
+                        next.unseen_prompt += u64::from(b.tokens)
+                    }
                     Some(b) => next.add(b.place, b.kind, u64::from(b.tokens)),
                     None => {}
                 }

@@ -36,10 +36,16 @@
 //!   API drops earlier turns' thinking from the prompt. Those blocks are
 //!   counted as empty and as another prefix from that turn on.
 //!
-//! A request's time is its transcript timestamp: the `api-request`
-//! record's (when it was sent) in record replay, the assistant line's (when
-//! the response was written) in the pipeline, which is later than the start
-//! the TTL counts from (facts §1.4) by the response's duration.
+//! A request's time is when it was sent, where the TTL counts from (facts
+//! §1.4): the `api-request` record's timestamp in record replay; in the
+//! pipeline, the time of the user line it answers (written just before the
+//! request goes; the response's lines come later, as it streams), else its
+//! response's first line.
+//!
+//! Deferred tools: a pipeline chain's prompt changes where a ToolSearch
+//! result first loads deferred tools, and again where it loads web search
+//! or web fetch (the unseen prefix's identity says which; see
+//! `blocks::Loaded`).
 //!
 //! Accounts: caches are per organization / workspace (facts §1.7), which a
 //! transcript does not record. [`Account::Root`] (the default) takes every
@@ -70,8 +76,8 @@ pub use expiry::{TtlMissSession, TtlMisses};
 pub use options::{Account, Boundary, ModelOptions, UNSEEN_PREFIX_DEFAULT, WarmPrefix, WhatIf};
 pub use pinning::{BTreeMapF, EstimatorReport, estimator_of_report};
 pub use report::{
-    Accuracy, CategoryCost, CostReport, Disagreement, ErrorStats, HitAgreement, SessionCost, TurnRow, WORST_REQUESTS,
-    WhatIfResult, keep_worst,
+    Accuracy, CategoryCost, Compared, ComparedSession, Comparison, CostReport, Disagreement, ErrorStats, HitAgreement,
+    SessionCost, TurnRow, WORST_REQUESTS, WhatIfResult, keep_worst,
 };
 
 use crate::assemble::Assembler;
@@ -142,7 +148,7 @@ fn model(
         ..CostReport::default()
     };
     rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing);
-    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing);
+    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing, keep_lines);
     rep.what_if =
         report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);
     (rep, lines)

@@ -156,10 +156,16 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
     // A prefix size read from the first request's cache read is exact: it
     // is pinned before the rest of the total is spread.
     let from_read = c.reqs.first().and_then(|r| r.recorded).is_some_and(|t| Some(t.cache_read) == residual);
+    let unseen_tokens = u32::try_from(residual.unwrap_or(unseen_default)).unwrap_or(u32::MAX);
     for (i, (b, f)) in c.arena.iter_mut().zip(&c.feats).enumerate() {
         b.tokens = if Some(i) == c.unseen {
             b.pinned = from_read;
-            u32::try_from(residual.unwrap_or(unseen_default)).unwrap_or(u32::MAX)
+            unseen_tokens
+        } else if c.unseen_again.binary_search(&i).is_ok() {
+            // The size the first request gave, kept when the rest of the
+            // request is pinned.
+            b.pinned = true;
+            unseen_tokens
         } else {
             let t = est.estimate_features(&f.vector(b.kind)).ceil();
             if t.is_finite() { t.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }

@@ -260,6 +260,10 @@ pub struct CostReport {
     pub diagnostics: Vec<Diagnostic>,
     #[serde(skip)]
     pub turns: Vec<TurnRow>,
+    /// The compared requests by session, kept for a shard's partial report
+    /// (`cost_report_and_lines`), else empty.
+    #[serde(skip)]
+    pub compared: Vec<ComparedSession>,
 }
 
 /// Sums of modeled requests: totals, the TTL split and the unpriced ones.
@@ -296,18 +300,150 @@ fn priced_model<'a>(own: &'a str, what_if: &'a WhatIf) -> &'a str {
     }
 }
 
+/// A request of the bill as the accuracy compares it: the key of its
+/// recorded response (the same in every file that holds a copy), its model,
+/// modeled and recorded usage and their cost. A shard's partial report
+/// carries them, so that the merge compares each request of the corpus
+/// once, as a single run does. One JSON array per request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ComparedRow", into = "ComparedRow")]
+pub struct Compared {
+    pub key: Option<u64>,
+    pub model: String,
+    pub modeled: TokenCounts,
+    pub recorded: TokenCounts,
+    pub modeled_cost_usd: Option<f64>,
+    pub recorded_cost_usd: Option<f64>,
+}
+
+/// [`Compared`] as JSON: key, model, modeled and recorded usage (input,
+/// 5-minute writes, 1-hour writes, reads, output), their costs.
+type ComparedRow = (Option<u64>, String, [u64; 5], [u64; 5], Option<f64>, Option<f64>);
+
+fn counts(t: &TokenCounts) -> [u64; 5] {
+    [t.input, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.output]
+}
+
+fn of_counts([input, cache_write_5m, cache_write_1h, cache_read, output]: [u64; 5]) -> TokenCounts {
+    TokenCounts { input, cache_write_5m, cache_write_1h, cache_read, output }
+}
+
+impl From<Compared> for ComparedRow {
+    fn from(c: Compared) -> Self {
+        (c.key, c.model, counts(&c.modeled), counts(&c.recorded), c.modeled_cost_usd, c.recorded_cost_usd)
+    }
+}
+
+impl From<ComparedRow> for Compared {
+    fn from((key, model, modeled, recorded, modeled_cost_usd, recorded_cost_usd): ComparedRow) -> Self {
+        Compared {
+            key,
+            model,
+            modeled: of_counts(modeled),
+            recorded: of_counts(recorded),
+            modeled_cost_usd,
+            recorded_cost_usd,
+        }
+    }
+}
+
+/// The compared requests of one session in the order a run compares them,
+/// and the session's first file (discovery's order of sessions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedSession {
+    pub file: String,
+    /// Its index in the run (not carried).
+    #[serde(skip)]
+    pub session: usize,
+    pub requests: Vec<Compared>,
+}
+
+/// The accuracy's sums over the requests of the bill in corpus order,
+/// each recorded response once (a copy in a later file is counted in
+/// `requests_copied`, not compared): what a single run and the merge of
+/// its shards both compute.
+#[derive(Default)]
+pub struct Comparison {
+    seen: rustc_hash::FxHashSet<u64>,
+    compared: Sums,
+    read_pairs: Vec<(u64, u64)>,
+    write_pairs: Vec<(u64, u64)>,
+    accuracy: Accuracy,
+    recorded_by_category: CategoryCost,
+    modeled_by_category: CategoryCost,
+}
+
+impl Comparison {
+    /// One request with recorded usage, `key` its recorded response's.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(
+        &mut self,
+        key: Option<u64>,
+        model: &str,
+        modeled: &TokenCounts,
+        recorded: &TokenCounts,
+        modeled_cost: Option<f64>,
+        recorded_cost: Option<f64>,
+        pricing: &Pricing,
+    ) {
+        let a = &mut self.accuracy;
+        if key.is_some_and(|k| !self.seen.insert(k)) {
+            a.requests_copied += 1;
+            return;
+        }
+        self.compared.add(model, modeled, modeled_cost);
+        a.requests_compared += 1;
+        self.read_pairs.push((modeled.cache_read, recorded.cache_read));
+        self.write_pairs.push((modeled.cache_write(), recorded.cache_write()));
+        let h = &mut a.hits;
+        match (recorded.cache_read > 0, modeled.cache_read > 0) {
+            (true, true) => h.both += 1,
+            (true, false) => h.recorded_only += 1,
+            (false, true) => h.modeled_only += 1,
+            (false, false) => h.neither += 1,
+        }
+        a.recorded_cost_usd += recorded_cost.unwrap_or(0.0);
+        a.modeled_cost_usd += modeled_cost.unwrap_or(0.0);
+        self.recorded_by_category.add(pricing, model, recorded);
+        self.modeled_by_category.add(pricing, model, modeled);
+    }
+
+    /// [`Comparison::add`] of a carried request.
+    pub fn add_compared(&mut self, c: &Compared, pricing: &Pricing) {
+        self.add(c.key, &c.model, &c.modeled, &c.recorded, c.modeled_cost_usd, c.recorded_cost_usd, pricing);
+    }
+
+    /// Into `rep`: `modeled_compared`, the accuracy (but
+    /// `requests_without_usage`, left as it is) and the cost by category.
+    pub fn finish(self, rep: &mut CostReport) {
+        let mut acc = self.accuracy;
+        acc.requests_without_usage = rep.accuracy.requests_without_usage;
+        acc.cache_read = ErrorStats::of(&self.read_pairs);
+        acc.cache_write = ErrorStats::of(&self.write_pairs);
+        acc.cost_error_pct = if acc.recorded_cost_usd > 0.0 {
+            100.0 * (acc.modeled_cost_usd - acc.recorded_cost_usd) / acc.recorded_cost_usd
+        } else {
+            0.0
+        };
+        rep.accuracy = acc;
+        rep.modeled_compared = self.compared.totals;
+        rep.recorded_by_category = self.recorded_by_category;
+        rep.modeled_by_category = self.modeled_by_category;
+    }
+}
+
 /// Sum the baseline replay into `rep`: modeled totals, accuracy against the
 /// recorded usage, one row per session (sorted by project, then session id)
-/// and per request.
+/// and per request; with `keep`, the compared requests for a shard's
+/// partial report ([`CostReport::compared`]).
 pub(super) fn add_baseline(
     rep: &mut CostReport,
     sessions: &[SessionIn],
     chains: &mut [ChainIn],
     base: &[Vec<Predicted>],
     pricing: &Pricing,
+    keep: bool,
 ) {
-    let mut read_pairs = Vec::new();
-    let mut write_pairs = Vec::new();
     let mut per_session: Vec<SessionCost> = sessions
         .iter()
         .map(|s| SessionCost {
@@ -322,8 +458,8 @@ pub(super) fn add_baseline(
         .collect();
     let mut ratio_acc: Vec<[u64; 4]> = vec![[0; 4]; sessions.len()];
     let mut sums = Sums::default();
-    let mut compared = Sums::default();
-    let mut seen: rustc_hash::FxHashSet<u64> = rustc_hash::FxHashSet::default();
+    let mut comparison = Comparison::default();
+    let mut carried: Vec<ComparedSession> = Vec::new();
     rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
     for (ci, c) in chains.iter_mut().enumerate() {
         let context = super::context::per_request(c);
@@ -341,33 +477,29 @@ pub(super) fn add_baseline(
             acc[0] += p.tokens.cache_read;
             acc[1] += p.tokens.total_input();
             let rec_cost = r.recorded.and_then(|t| pricing.cost(&r.model, &t));
-            let copy = r.usage_key.is_some_and(|k| !seen.insert(k));
-            if r.recorded.is_some() && copy {
-                rep.accuracy.requests_copied += 1;
-            }
-            if let Some(t) = r.recorded.filter(|_| !copy) {
-                compared.add(&r.model, &p.tokens, p.cost);
-                rep.accuracy.requests_compared += 1;
-                read_pairs.push((p.tokens.cache_read, t.cache_read));
-                write_pairs.push((p.tokens.cache_write(), t.cache_write()));
-                let h = &mut rep.accuracy.hits;
-                match (t.cache_read > 0, p.tokens.cache_read > 0) {
-                    (true, true) => h.both += 1,
-                    (true, false) => h.recorded_only += 1,
-                    (false, true) => h.modeled_only += 1,
-                    (false, false) => h.neither += 1,
-                }
-                rep.accuracy.recorded_cost_usd += rec_cost.unwrap_or(0.0);
-                rep.accuracy.modeled_cost_usd += p.cost.unwrap_or(0.0);
-                rep.recorded_by_category.add(pricing, &r.model, &t);
-                rep.modeled_by_category.add(pricing, &r.model, &p.tokens);
-            } else if r.recorded.is_none() {
-                rep.accuracy.requests_without_usage += 1;
-            }
             if let Some(t) = r.recorded {
                 acc[2] += t.cache_read;
                 acc[3] += t.total_input();
                 s.recorded_cost_usd += rec_cost.unwrap_or(0.0);
+                comparison.add(r.usage_key, &r.model, &p.tokens, &t, p.cost, rec_cost, pricing);
+                if keep {
+                    if carried.last().is_none_or(|l| l.session != c.session) {
+                        let file = sessions[c.session].first_file.clone();
+                        carried.push(ComparedSession { file, session: c.session, requests: Vec::new() });
+                    }
+                    if let Some(l) = carried.last_mut() {
+                        l.requests.push(Compared {
+                            key: r.usage_key,
+                            model: r.model.to_string(),
+                            modeled: p.tokens,
+                            recorded: t,
+                            modeled_cost_usd: p.cost,
+                            recorded_cost_usd: rec_cost,
+                        });
+                    }
+                }
+            } else {
+                rep.accuracy.requests_without_usage += 1;
             }
             rep.turns.push(TurnRow {
                 custom_id: std::mem::take(&mut r.custom_id),
@@ -386,11 +518,11 @@ pub(super) fn add_baseline(
         s.recorded_hit_ratio = (a[3] > 0).then(|| a[2] as f64 / a[3] as f64);
     }
     rep.modeled = sums.totals;
-    rep.modeled_compared = compared.totals;
+    comparison.finish(rep);
+    rep.compared = carried;
     rep.modeled_cache_creation = sums.cache_creation;
     rep.modeled_unpriced = sums.unpriced.into_vec();
     rep.sessions = sorted_sessions(per_session, &mut rep.turns);
-    finish_accuracy(&mut rep.accuracy, &read_pairs, &write_pairs);
     rep.worst_requests = worst_requests(&rep.turns, &rep.sessions);
 }
 
@@ -441,17 +573,6 @@ fn sorted_sessions(per_session: Vec<SessionCost>, turns: &mut [TurnRow]) -> Vec<
     }
     let mut slots: Vec<Option<SessionCost>> = per_session.into_iter().map(Some).collect();
     perm.iter().filter_map(|&i| slots[i].take()).collect()
-}
-
-/// The error statistics from the compared pairs (modeled, recorded).
-fn finish_accuracy(acc: &mut Accuracy, read_pairs: &[(u64, u64)], write_pairs: &[(u64, u64)]) {
-    acc.cache_read = ErrorStats::of(read_pairs);
-    acc.cache_write = ErrorStats::of(write_pairs);
-    acc.cost_error_pct = if acc.recorded_cost_usd > 0.0 {
-        100.0 * (acc.modeled_cost_usd - acc.recorded_cost_usd) / acc.recorded_cost_usd
-    } else {
-        0.0
-    };
 }
 
 /// One replay per what-if, each summed against the `baseline` cost.
