@@ -310,3 +310,48 @@ fn a_tool_search_that_loads_web_fetch_writes_the_prefix_again() {
     // every later one reads all the request before it sent.
     assert_eq!(reads, [0, 0, totals[1], totals[2], totals[3]], "{totals:?}");
 }
+
+/// Claude Code 1.0.51, interactive, two refused permission dialogs
+/// (captured): every conversation request is the one before it plus what
+/// was appended, the second refusal too. The public corpus's 1.0.x prompts
+/// that read only the system prompt after a second refusal (37f83ec9,
+/// 0d3a8e6f) were not made by what the client sent; the model keeps
+/// reading the conversation there.
+#[test]
+fn a_second_refused_tool_call_sends_the_conversation_unchanged() {
+    let dir = Path::new("tests/fixtures/cc-1.0.51/interrupted-twice");
+    let strip = |v: &Value| -> Value {
+        fn go(v: &Value) -> Value {
+            match v {
+                Value::Object(m) => Value::Object(
+                    m.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), go(v))).collect(),
+                ),
+                Value::Array(a) => Value::Array(a.iter().map(go).collect()),
+                v => v.clone(),
+            }
+        }
+        go(v)
+    };
+    // The conversation requests: the ones with tools (the side calls have none).
+    let bodies: Vec<Value> = std::fs::read_to_string(dir.join("wire.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+        .filter(|b| b["tools"].is_array())
+        .collect();
+    assert_eq!(bodies.len(), 4);
+    let refusals = |b: &Value| b.to_string().matches("[Request interrupted by user for tool use]").count();
+    assert_eq!(bodies.iter().map(refusals).collect::<Vec<_>>(), [0, 1, 2, 2]);
+    for w in bodies.windows(2) {
+        let (a, b) = (strip(&w[0]), strip(&w[1]));
+        assert_eq!(a["system"], b["system"]);
+        assert_eq!(a["tools"], b["tools"]);
+        let (am, bm) = (a["messages"].as_array().unwrap(), b["messages"].as_array().unwrap());
+        assert_eq!(bm[..am.len()], am[..], "the request before is a prefix of the next");
+    }
+    // The model reads the whole conversation at each prompt.
+    let rep = model(&[dir.join("transcripts")], &ModelOptions::default());
+    let reads: Vec<u64> = rep.turns.iter().map(|t| t.modeled.cache_read).collect();
+    let totals: Vec<u64> = rep.turns.iter().map(|t| t.recorded.unwrap().total_input()).collect();
+    assert_eq!(reads[1..], totals[..3], "{totals:?}");
+}
