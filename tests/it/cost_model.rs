@@ -355,3 +355,17 @@ fn a_second_refused_tool_call_sends_the_conversation_unchanged() {
     let totals: Vec<u64> = rep.turns.iter().map(|t| t.recorded.unwrap().total_input()).collect();
     assert_eq!(reads[1..], totals[..3], "{totals:?}");
 }
+
+/// Without every request's row (`keep_turns: false`, what `cost` runs
+/// without --per-request or --html) the report is the same, the requests
+/// where model and bill disagree most too; only the rows are not kept.
+#[test]
+fn the_report_without_every_row_is_the_same() {
+    let paths = [PathBuf::from(REAL), PathBuf::from("corpora/sample")];
+    let full = model(&paths, &ModelOptions::default());
+    let lean = model(&paths, &ModelOptions { keep_turns: false, ..ModelOptions::default() });
+    assert!(lean.turns.is_empty());
+    assert_eq!(full.turns.len() as u64, full.modeled.requests);
+    assert_eq!(full.worst_requests.len(), ctxasm::cost::modeled::WORST_REQUESTS);
+    assert_eq!(serde_json::to_value(&lean).unwrap(), serde_json::to_value(&full).unwrap());
+}

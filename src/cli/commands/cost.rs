@@ -182,6 +182,8 @@ fn modeled(
         what_ifs,
         prompt_known,
         fixed_estimator,
+        // Every request's row only where one is written.
+        keep_turns: args.per_request.is_some() || args.html.is_some(),
         ..Default::default()
     };
     let assembler = ctxasm::assemble::Assembler {

@@ -23,12 +23,38 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
+/// A request's `custom_id`, compact: nearly always its chain's
+/// [`ChainIn::id_prefix`] and a number (`<session>_<n>`,
+/// `<session>_<agent>_<n>`), else written out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ReqId {
+    Index(u32),
+    Full(Box<str>),
+}
+
+impl ReqId {
+    /// `custom_id` in a chain whose ids start with `prefix`.
+    fn of(custom_id: &str, prefix: &str) -> ReqId {
+        match custom_id.strip_prefix(prefix).and_then(|n| n.parse::<u32>().ok().filter(|v| v.to_string() == n)) {
+            Some(n) => ReqId::Index(n),
+            None => ReqId::Full(custom_id.into()),
+        }
+    }
+
+    /// The `custom_id` written out.
+    pub(super) fn render(&self, prefix: &str) -> String {
+        match self {
+            ReqId::Index(n) => format!("{prefix}{n}"),
+            ReqId::Full(s) => s.to_string(),
+        }
+    }
+}
+
 /// One request of a chain.
 #[derive(Debug, Clone)]
 pub(super) struct ReqIn {
-    /// Moved to the report's [`TurnRow`](super::TurnRow) by
-    /// `add_baseline` (empty after).
-    pub(super) custom_id: String,
+    /// Its `custom_id` (see [`ReqId::render`]).
+    pub(super) id: ReqId,
     pub(super) at_ms: u64,
     /// Shared by the requests of a chain that name the same model.
     pub(super) model: Arc<str>,
@@ -47,6 +73,9 @@ pub(super) struct ChainIn {
     pub(super) session: usize,
     pub(super) arena: Vec<SimBlock>,
     pub(super) feats: Vec<BlockFeat>,
+    /// What the `custom_id`s of its requests start with (to the last `_`
+    /// of its first request's).
+    pub(super) id_prefix: Box<str>,
     /// Arena index of the unseen prefix block (its first request's).
     pub(super) unseen: Option<usize>,
     /// Arena indices of the unseen prefix block in requests built again
@@ -712,7 +741,13 @@ fn chain_of(
         last_ms = at_ms;
         let used = usage_of(r);
         chain.reqs.push(ReqIn {
-            custom_id: r.custom_id.clone(),
+            id: {
+                if chain.reqs.is_empty() {
+                    let cut = r.custom_id.rfind('_').map_or(0, |i| i + 1);
+                    chain.id_prefix = r.custom_id[..cut].into();
+                }
+                ReqId::of(&r.custom_id, &chain.id_prefix)
+            },
             at_ms,
             model,
             recorded: used.map(|u| u.0),
@@ -887,6 +922,26 @@ mod tests {
         assert_eq!(start_before(&first.entries, 1), None, "nothing before it");
     }
 
+    /// A request's `custom_id` is its chain's prefix and a number where it
+    /// is one as written, else kept whole; either way it comes back as it
+    /// was.
+    #[test]
+    fn request_ids_come_back_as_written() {
+        let p = "s1_a2_";
+        for (id, compact) in [
+            ("s1_a2_0", true),
+            ("s1_a2_17", true),
+            ("s1_a2_007", false),
+            ("s1_a2_x", false),
+            ("s9_3", false),
+            ("s1_a2_99999999999", false),
+        ] {
+            let r = ReqId::of(id, p);
+            assert_eq!(matches!(r, ReqId::Index(_)), compact, "{id}");
+            assert_eq!(r.render(p), id);
+        }
+    }
+
     /// What a ToolSearch result loaded, from its `tool_reference` blocks:
     /// web search or fetch weigh more than other tools; other results and
     /// lines load nothing.
@@ -952,14 +1007,15 @@ mod tests {
                     for (a, b) in inc.iter().zip(&whole) {
                         let at = format!("{} {mode:?}: session {}", dir.display(), a.session);
                         assert_eq!(a.session, b.session, "{at}");
-                        assert_eq!(a.unseen, b.unseen, "{at}");
+                        assert_eq!((a.unseen, &a.unseen_again), (b.unseen, &b.unseen_again), "{at}");
+                        assert_eq!(a.id_prefix, b.id_prefix, "{at}");
                         assert_eq!(a.arena, b.arena, "{at}");
                         assert_eq!(a.feats, b.feats, "{at}");
                         assert_eq!(a.reqs.len(), b.reqs.len(), "{at}");
                         for (x, y) in a.reqs.iter().zip(&b.reqs) {
-                            assert_eq!(x.custom_id, y.custom_id, "{at}");
+                            assert_eq!(x.id, y.id, "{at}");
                             assert_eq!((x.at_ms, &x.model, x.recorded, x.len), (y.at_ms, &y.model, y.recorded, y.len));
-                            assert_eq!(x.step, y.step, "{at} {}", x.custom_id);
+                            assert_eq!(x.step, y.step, "{at} {:?}", x.id);
                         }
                     }
                 }

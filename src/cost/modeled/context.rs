@@ -135,7 +135,7 @@ mod tests {
             of(7, 100, BlockKind::Text, user(true)),
         ];
         let req = |keep, added| ReqIn {
-            custom_id: String::new(),
+            id: crate::cost::modeled::blocks::ReqId::Index(0),
             at_ms: 0,
             model: Arc::from("m"),
             recorded: None,

@@ -124,7 +124,7 @@ mod tests {
 
     fn req(at_s: u64, write_5m: u64, write_1h: u64, read: u64) -> ReqIn {
         ReqIn {
-            custom_id: String::new(),
+            id: crate::cost::modeled::blocks::ReqId::Index(0),
             at_ms: at_s * 1000,
             model: Arc::from("claude-sonnet-4-5"),
             recorded: Some(TokenCounts {

@@ -148,7 +148,7 @@ fn model(
         ..CostReport::default()
     };
     rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing);
-    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing, keep_lines);
+    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing, keep_lines, opts.keep_turns);
     rep.what_if =
         report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);
     (rep, lines)

@@ -143,6 +143,11 @@ pub struct ModelOptions {
     /// on the corpus: the shards of a corpus then model the same way
     /// (`cost --estimator REPORT`).
     pub fixed_estimator: Option<(Estimator, Option<u64>)>,
+    /// Keep every request's row in [`CostReport::turns`](super::CostReport::turns)
+    /// (`--per-request`, the HTML page's chart). Without, only the rows of
+    /// the requests where model and bill disagree most are kept: a row is
+    /// ~300 bytes per request of the corpus.
+    pub keep_turns: bool,
 }
 
 /// See [`ModelOptions::warm_prefix`].
@@ -183,6 +188,7 @@ impl Default for ModelOptions {
             unseen_prefix_default: UNSEEN_PREFIX_DEFAULT,
             warm_prefix: WarmPrefix::Recorded,
             fixed_estimator: None,
+            keep_turns: true,
         }
     }
 }

@@ -171,6 +171,8 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
             if t.is_finite() { t.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }
         };
     }
+    // The features gave the estimates; nothing reads them again.
+    c.feats = Vec::new();
     let steps: Vec<ChainStep> = c.reqs.iter().map(|r| r.step.clone()).collect();
     let totals: Vec<Option<u64>> = c.reqs.iter().map(|r| r.recorded.map(|t| t.total_input())).collect();
     pin_chain(&mut c.arena, &steps, &totals)

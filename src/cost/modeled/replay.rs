@@ -331,7 +331,7 @@ mod tests {
             session,
             arena: vec![block(system, 2000, m5, Place::System), block(msg, 100, m5, user(true))],
             reqs: vec![ReqIn {
-                custom_id: format!("s{session}"),
+                id: crate::cost::modeled::blocks::ReqId::Full(format!("s{session}").into()),
                 at_ms: 1_000_000 + at_s * 1000,
                 model: Arc::from("claude-sonnet-4-5"),
                 recorded: Some(recorded),

@@ -443,6 +443,7 @@ pub(super) fn add_baseline(
     base: &[Vec<Predicted>],
     pricing: &Pricing,
     keep: bool,
+    opts_keep_turns: bool,
 ) {
     let mut per_session: Vec<SessionCost> = sessions
         .iter()
@@ -460,7 +461,11 @@ pub(super) fn add_baseline(
     let mut sums = Sums::default();
     let mut comparison = Comparison::default();
     let mut carried: Vec<ComparedSession> = Vec::new();
-    rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
+    let keep_turns = opts_keep_turns;
+    let mut worst = Worst::default();
+    if keep_turns {
+        rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
+    }
     for (ci, c) in chains.iter_mut().enumerate() {
         let context = super::context::per_request(c);
         for (ri, r) in c.reqs.iter_mut().enumerate() {
@@ -501,16 +506,27 @@ pub(super) fn add_baseline(
             } else {
                 rep.accuracy.requests_without_usage += 1;
             }
-            rep.turns.push(TurnRow {
-                custom_id: std::mem::take(&mut r.custom_id),
-                session: c.session,
-                at_ms: r.at_ms,
-                recorded: r.recorded,
-                modeled: p.tokens,
-                recorded_cost_usd: rec_cost,
-                modeled_cost_usd: p.cost,
-                context: ctx,
-            });
+            let gap = match (p.cost, rec_cost) {
+                (Some(m), Some(r)) => Some((m - r).abs()),
+                _ => None,
+            };
+            if keep_turns || gap.is_some_and(|g| worst.admits(g)) {
+                let row = TurnRow {
+                    custom_id: r.id.render(&c.id_prefix),
+                    session: c.session,
+                    at_ms: r.at_ms,
+                    recorded: r.recorded,
+                    modeled: p.tokens,
+                    recorded_cost_usd: rec_cost,
+                    modeled_cost_usd: p.cost,
+                    context: ctx,
+                };
+                if keep_turns {
+                    rep.turns.push(row);
+                } else if let Some(g) = gap {
+                    worst.push(g, row);
+                }
+            }
         }
     }
     for (s, a) in per_session.iter_mut().zip(&ratio_acc) {
@@ -522,8 +538,57 @@ pub(super) fn add_baseline(
     rep.compared = carried;
     rep.modeled_cache_creation = sums.cache_creation;
     rep.modeled_unpriced = sums.unpriced.into_vec();
-    rep.sessions = sorted_sessions(per_session, &mut rep.turns);
-    rep.worst_requests = worst_requests(&rep.turns, &rep.sessions);
+    if keep_turns {
+        rep.sessions = sorted_sessions(per_session, &mut rep.turns);
+        rep.worst_requests = worst_requests(&rep.turns, &rep.sessions);
+    } else {
+        let mut rows = worst.into_rows();
+        rep.sessions = sorted_sessions(per_session, &mut rows);
+        rep.worst_requests = worst_requests(&rows, &rep.sessions);
+    }
+}
+
+/// The rows of the requests where model and bill differ most, kept while
+/// the requests are summed (without [`ModelOptions::keep_turns`]): at most
+/// twice [`WORST_REQUESTS`] at a time, in the order they came.
+///
+/// [`ModelOptions::keep_turns`]: super::ModelOptions::keep_turns
+#[derive(Default)]
+struct Worst {
+    rows: Vec<(f64, usize, TurnRow)>,
+    seen: usize,
+    /// The smallest gap still among the largest, once pruned.
+    floor: f64,
+}
+
+impl Worst {
+    /// Whether a request `gap` USD apart could be among the largest.
+    fn admits(&self, gap: f64) -> bool {
+        self.rows.len() < WORST_REQUESTS || gap >= self.floor
+    }
+
+    fn push(&mut self, gap: f64, row: TurnRow) {
+        self.rows.push((gap, self.seen, row));
+        self.seen += 1;
+        if self.rows.len() >= 2 * WORST_REQUESTS {
+            self.prune();
+        }
+    }
+
+    /// The largest first, the earlier first among equal ones (as
+    /// [`worst_requests`] orders them), cut to [`WORST_REQUESTS`].
+    fn prune(&mut self) {
+        self.rows.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        self.rows.truncate(WORST_REQUESTS);
+        self.floor = self.rows.last().map_or(0.0, |r| r.0);
+    }
+
+    /// The kept rows in the order they came.
+    fn into_rows(mut self) -> Vec<TurnRow> {
+        self.prune();
+        self.rows.sort_by_key(|r| r.1);
+        self.rows.into_iter().map(|r| r.2).collect()
+    }
 }
 
 /// The turns where modeled and recorded cost differ most.
