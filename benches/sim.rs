@@ -30,6 +30,7 @@ fn benches(c: &mut Criterion) {
                     model: r.body.model.as_str().unwrap_or_default().to_string(),
                     scope: 0,
                     blocks: blocks_of(&r.body, &est.tokens_fn()),
+                    ready_ms: 0,
                 })
                 .collect::<Vec<_>>()
         })

@@ -609,6 +609,7 @@ fn answer(st: &State, v: &Value, prompt: Prompt, reply: &Reply, scope: u64, n: u
         model: model.as_str().unwrap_or("").to_string(),
         scope,
         blocks: prompt.blocks,
+        ready_ms: 0,
     };
     let sim = lock(&st.sim).step(&req);
     // facts §1.4 "Pre-warming": max_tokens 0 answers empty content with

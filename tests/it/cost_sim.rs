@@ -31,6 +31,7 @@ fn requests(dir: &Path) -> Vec<(String, SimRequest)> {
                     model: r.body.model.as_str().unwrap().to_string(),
                     scope: 0,
                     blocks: blocks_of(&r.body, &est.tokens_fn()),
+                    ready_ms: 0,
                 };
                 (r.custom_id.clone(), req)
             })

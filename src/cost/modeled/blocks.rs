@@ -56,6 +56,10 @@ pub(super) struct ReqIn {
     /// Its `custom_id` (see [`ReqId::render`]).
     pub(super) id: ReqId,
     pub(super) at_ms: u64,
+    /// When its response started (its first line's time in the
+    /// pipeline, which is not before `at_ms`): what it writes is usable
+    /// from then (facts §1.4 "Parallel fan-out"); 0 = at `at_ms`.
+    pub(super) ready_ms: u64,
     /// Shared by the requests of a chain that name the same model.
     pub(super) model: Arc<str>,
     pub(super) recorded: Option<TokenCounts>,
@@ -737,7 +741,9 @@ fn chain_of(
             .iter()
             .filter_map(|&i| blocks[i].ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
             .collect();
-        let at_ms = start_of(r).or_else(|| r.timestamp.and_then(parse_timestamp_ms)).unwrap_or(last_ms).max(last_ms);
+        let response_ms = r.timestamp.and_then(parse_timestamp_ms);
+        let at_ms = start_of(r).or(response_ms).unwrap_or(last_ms).max(last_ms);
+        let ready_ms = response_ms.unwrap_or(0).max(at_ms);
         last_ms = at_ms;
         let used = usage_of(r);
         chain.reqs.push(ReqIn {
@@ -749,6 +755,7 @@ fn chain_of(
                 ReqId::of(&r.custom_id, &chain.id_prefix)
             },
             at_ms,
+            ready_ms,
             model,
             recorded: used.map(|u| u.0),
             usage_key: used.map(|u| u.1),

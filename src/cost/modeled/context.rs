@@ -137,6 +137,7 @@ mod tests {
         let req = |keep, added| ReqIn {
             id: crate::cost::modeled::blocks::ReqId::Index(0),
             at_ms: 0,
+            ready_ms: 0,
             model: Arc::from("m"),
             recorded: None,
             usage_key: None,

@@ -126,6 +126,7 @@ mod tests {
         ReqIn {
             id: crate::cost::modeled::blocks::ReqId::Index(0),
             at_ms: at_s * 1000,
+            ready_ms: 0,
             model: Arc::from("claude-sonnet-4-5"),
             recorded: Some(TokenCounts {
                 input: 3,

@@ -96,7 +96,16 @@ pub(super) fn replay(
             if warm {
                 warmed[ci][ri] = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
             }
-            let res = cursor.step(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, opts.sim.max_breakpoints);
+            let res = cursor.step(
+                &mut sim,
+                chain,
+                &r.step,
+                ttl,
+                (r.at_ms, r.ready_ms),
+                model,
+                scope,
+                opts.sim.max_breakpoints,
+            );
             req.model.clear();
             req.model.push_str(model);
             res
@@ -117,6 +126,7 @@ pub(super) fn replay(
             }
             req.scope = scope;
             req.at_ms = r.at_ms;
+            req.ready_ms = r.ready_ms;
             req.model.clear();
             req.model.push_str(&r.model);
             if let Some(w) = what_if {
@@ -247,7 +257,7 @@ impl Cursor {
         chain: &ChainIn,
         step: &ChainStep,
         ttl: Option<Ttl>,
-        at_ms: u64,
+        (at_ms, ready_ms): (u64, u64),
         model: &str,
         scope: u64,
         max_bps: usize,
@@ -262,7 +272,7 @@ impl Cursor {
             self.keys.extend(self.path[from..=last].iter().map(|&i| &chain.arena[i as usize]));
         }
         let total = self.sums.last().copied().unwrap_or(0);
-        sim.step_keys(at_ms, model, &bps, total, &self.keys)
+        sim.step_keys(at_ms, ready_ms, model, &bps, total, &self.keys)
     }
 
     /// [`CacheSim::warm`] of the request's prefix through its first tool or
@@ -333,6 +343,7 @@ mod tests {
             reqs: vec![ReqIn {
                 id: crate::cost::modeled::blocks::ReqId::Full(format!("s{session}").into()),
                 at_ms: 1_000_000 + at_s * 1000,
+                ready_ms: 0,
                 model: Arc::from("claude-sonnet-4-5"),
                 recorded: Some(recorded),
                 usage_key: None,

@@ -147,6 +147,10 @@ pub struct SimRequest {
     /// Organization / workspace: caches are never shared across them (facts §1.7).
     pub scope: u64,
     pub blocks: Vec<SimBlock>,
+    /// When what it writes becomes usable, in ms since the epoch: once
+    /// its response has started (facts §1.4 "Parallel fan-out"); 0 = at
+    /// its start (plus [`SimConfig::ready_delay_ms`](super::SimConfig)).
+    pub ready_ms: u64,
 }
 
 /// Types that cannot carry `cache_control` (facts §1.1 "These cannot carry").

@@ -271,7 +271,7 @@ impl CacheSim {
         {
             prefix.extend(&req.blocks[..=last]);
         }
-        let res = self.step_keys(req.at_ms, &req.model, &bps, total, &prefix);
+        let res = self.step_keys(req.at_ms, req.ready_ms, &req.model, &bps, total, &prefix);
         self.prefix = prefix;
         res
     }
@@ -285,6 +285,7 @@ impl CacheSim {
     pub fn step_keys(
         &mut self,
         at_ms: u64,
+        ready_ms: u64,
         model: &str,
         bps: &[(usize, Ttl)],
         total: u64,
@@ -326,7 +327,8 @@ impl CacheSim {
         let prefix = &keys.keys;
         let hit = self.look_back(prefix, bps, now, &mut res);
         let read = hit.map_or(0, |j| prefix[j].1);
-        let upto = self.write_entries(prefix, &mut res, hit, read, min, now);
+        let ready = ready_ms.max(now + self.config.ready_delay_ms);
+        let upto = self.write_entries(prefix, &mut res, hit, read, min, (now, ready));
         res.cache_read = read;
         res.input = total.saturating_sub(upto);
         self.totals.cache_read += res.cache_read;
@@ -381,7 +383,7 @@ impl CacheSim {
         hit: Option<usize>,
         read: u64,
         min: u32,
-        now: u64,
+        (now, ready): (u64, u64),
     ) -> u64 {
         // facts §1.4 billing positions: reads through the highest hit; each
         // later breakpoint writes from the previous write at its own TTL
@@ -403,11 +405,16 @@ impl CacheSim {
                 Ttl::FiveMinutes => res.cache_write_5m += out.written,
                 Ttl::OneHour => res.cache_write_1h += out.written,
             }
-            let entry = Entry {
+            let mut entry = Entry {
                 ttl: out.ttl,
-                ready_ms: now + self.config.ready_delay_ms,
+                ready_ms: ready,
                 expires_ms: now + out.ttl.millis() + self.config.expiry_grace_ms,
             };
+            // A write of a prefix another request is still writing: usable
+            // when the first of them is.
+            if let Some(e) = self.entries.get(&prefix[out.block].0).filter(|e| e.expires_ms > now) {
+                entry.ready_ms = entry.ready_ms.min(e.ready_ms);
+            }
             self.entries.insert(prefix[out.block].0, entry);
             self.totals.writes += 1;
         }
@@ -478,6 +485,24 @@ mod tests {
         assert_eq!(sim.step(&req(0, SONNET, prefix_2000(M5))).cache_write_5m, 2000);
         assert_eq!(sim.step(&req(500, SONNET, prefix_2000(M5))).cache_write_5m, 2000);
         assert_eq!(sim.step(&req(2500, SONNET, prefix_2000(M5))).cache_read, 2000);
+    }
+
+    /// The same from each request's own response start (`ready_ms`, the
+    /// pipeline's first response line): a request 100 ms after another
+    /// that shares its prefix writes it again (the public corpus's
+    /// subagents launched together both wrote); one after the first's
+    /// response started reads it.
+    #[test]
+    fn a_write_is_read_once_its_response_has_started() {
+        let mut sim = CacheSim::default();
+        let at = |ms, ready| SimRequest { ready_ms: ready, ..req(ms, SONNET, prefix_2000(M5)) };
+        assert_eq!(sim.step(&at(0, 1_500)).cache_write_5m, 2000);
+        assert_eq!(sim.step(&at(100, 1_700)).cache_write_5m, 2000);
+        assert_eq!(sim.step(&at(1_600, 3_000)).cache_read, 2000);
+        // 0: usable from the request's start.
+        let mut now = CacheSim::default();
+        now.step(&at(0, 0));
+        assert_eq!(now.step(&at(100, 0)).cache_read, 2000);
     }
 
     /// A conversation of `n` 100-token blocks after a 1,000-token system
