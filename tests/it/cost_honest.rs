@@ -366,7 +366,7 @@ fn boundary_tools_says_when_it_is_not_applicable() {
 
 /// The what-if table in the payer's terms: the recorded bill plus each
 /// what-if's modeled change (issue 16), on the bundled sample (bill 9.0877,
-/// modeled 8.8289; ttl=1h +0.8939 gives 9.9816).
+/// modeled 8.9120; ttl=1h +0.9531 gives 10.0408).
 #[test]
 fn what_ifs_say_what_you_would_have_paid() {
     let (code, out, err) = run(&["cost", SAMPLE, "--what-if", "ttl=1h"]);
@@ -374,9 +374,9 @@ fn what_ifs_say_what_you_would_have_paid() {
     has_line(&out, "what-if                            modeled USD     delta USD     delta  you'd have paid");
     has_line(
         &out,
-        "(baseline)                              8.8289                                   9.0877 (the bill)",
+        "(baseline)                              8.9120                                   9.0877 (the bill)",
     );
-    has_line(&out, "ttl=1h                                  9.7228       +0.8939    +10.1%           9.9816");
+    has_line(&out, "ttl=1h                                  9.8651       +0.9531    +10.7%          10.0408");
     has_line(&out, "  you'd have paid: the recorded bill (9.0877 USD) plus the what-if's modeled change");
 }
 

@@ -187,8 +187,8 @@ fn real_fixtures_modeled_against_recorded() {
 }
 
 /// The whole public corpus (1.0.24–2.1.198, real usage): the model's
-/// accuracy does not fall back from where it is (total -2.40%, the sum of
-/// per-request cost errors $1.73, per-session error p90 7.9%). The issue's
+/// accuracy does not fall back from where it is (total -2.18%, the sum of
+/// per-request cost errors $1.64, per-session error p90 7.9%). The issue's
 /// targets (±1% total, per-session p90 ≤ 5%) are not met: what is left is
 /// one-sided, 1.0.x and 2.0.x sessions whose prompts read only the system
 /// prompt where the model reads the conversation (client behaviour no
@@ -221,7 +221,7 @@ fn public_corpus_accuracy_does_not_regress() {
     );
     assert_eq!(a.requests_compared, 1179);
     assert!(a.cost_error_pct.abs() <= 3.0, "{a:?}");
-    assert!(abs_err <= 1.80, "{abs_err}");
+    assert!(abs_err <= 1.70, "{abs_err}");
     assert!(p90 <= 9.0, "{per_session:?}");
     assert!(a.cache_read.median_relative <= 0.05, "{a:?}");
     assert!(a.cache_read.p90_relative < 0.05, "{a:?}");
@@ -309,6 +309,33 @@ fn a_tool_search_that_loads_web_fetch_writes_the_prefix_again() {
     // The first request writes; the one after the first load reads nothing;
     // every later one reads all the request before it sent.
     assert_eq!(reads, [0, 0, totals[1], totals[2], totals[3]], "{totals:?}");
+}
+
+/// Subagents in their own worktrees (a real 2.1.114 session of the public
+/// corpus, `tests/fixtures/worktree-subagents`): a subagent's prompt
+/// is its own working directory's, not the session's. The real usage shows
+/// it: a worktree subagent that comes back 322 s after its last request
+/// reads nothing, though another worktree subagent wrote its whole prompt
+/// 1.6 s before (the model read 14,464 tokens there when every subagent of
+/// a session had the session's prompt). Where a subagent's prompt changes
+/// (web fetch loaded) and its usage shows a read, the new prompt is warm as
+/// at a chain's start (another subagent had loaded it: 10,496 read).
+#[test]
+fn a_subagent_in_a_worktree_has_its_own_prompt() {
+    let rep = model(&[PathBuf::from("tests/fixtures/worktree-subagents")], &ModelOptions::default());
+    let turn = |suffix: &str| {
+        let t = rep.turns.iter().find(|t| t.custom_id.ends_with(suffix)).unwrap_or_else(|| panic!("{suffix}"));
+        (t.recorded.unwrap().cache_read, t.modeled.cache_read)
+    };
+    assert_eq!(turn("a4ca7529859c158c2_17"), (0, 0));
+    // The first read of the other worktree subagents sizes their prompt.
+    assert_eq!(turn("a52886dc180afb356_0"), (10403, 10402));
+    assert_eq!(turn("ab1e6e141221a29ab_2"), (10496, 10402));
+    assert_eq!(turn("a52886dc180afb356_3"), (10496, 10402));
+    let a = &rep.accuracy;
+    assert_eq!(a.requests_compared, 83);
+    assert_eq!((a.hits.recorded_only, a.hits.modeled_only), (0, 0), "{a:?}");
+    assert!(a.cost_error_pct.abs() < 2.5, "{a:?}");
 }
 
 /// Claude Code 1.0.51, interactive, two refused permission dialogs

@@ -384,6 +384,15 @@ fn session_blocks<'a>(
         _ => Loaded::None,
     };
     for agent in order {
+        // The chain's own working directory (a subagent in a worktree has
+        // its own: its environment section differs).
+        let cwd = out
+            .requests
+            .iter()
+            .find(|r| r.agent_id == agent)
+            .and_then(|r| session.files().find(|f| f.file.display == r.file))
+            .and_then(|f| f.parsed.entries.iter().find_map(|e| e.env.cwd))
+            .unwrap_or(cwd);
         let unseen = sin.unseen_prompt.then(|| {
             [Loaded::None, Loaded::Deferred, Loaded::Web].map(|l| unseen_block(version, cwd, agent.is_some(), l))
         });
@@ -516,9 +525,12 @@ enum Loaded {
     Web = 2,
 }
 
-/// The unseen prefix block of a chain: its identity is (CLI version, cwd,
-/// main or subagent, which [`Loaded`] deferred tools it sends), its size
-/// is given in pass 2.
+/// The unseen prefix block of a chain: its identity is (CLI version, the
+/// chain's cwd, main or subagent, which [`Loaded`] deferred tools it
+/// sends), its size is given in pass 2. The chain's own cwd: a subagent
+/// in a worktree has its own (public corpus, 2.1.114: one that came back
+/// 322 s after its last request read nothing, though a subagent of another
+/// worktree had written its whole prompt 1.6 s before).
 fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlock {
     let who = if agent { "agent" } else { "main" };
     let tools = match loaded {

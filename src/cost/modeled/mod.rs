@@ -26,10 +26,10 @@
 //!   recorded shape, assembled with a profile that has no prompt text, gets
 //!   the CLI prefix as system prompt and placeholder tools. For the cost
 //!   those are replaced by one *unseen prefix* block with the system
-//!   prompt's 5-minute breakpoint, whose identity is (CLI version, cwd, main
-//!   or subagent) and whose size is the first request's recorded total minus
-//!   the estimate of its messages (the corpus median for a chain whose first
-//!   request has no usage).
+//!   prompt's 5-minute breakpoint, whose identity is (CLI version, the
+//!   chain's cwd, main or subagent) and whose size is the first request's
+//!   recorded total minus the estimate of its messages (the corpus median
+//!   for a chain whose first request has no usage).
 //! - **Thinking blocks of earlier turns.** On models before Opus 4.5 /
 //!   Sonnet 4.6 (and every Haiku), a user turn that is not a tool result
 //!   after a thinking turn invalidates the messages cache (facts §1.5): the

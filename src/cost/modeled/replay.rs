@@ -31,9 +31,11 @@ pub(super) struct Predicted {
 /// numbers).
 ///
 /// A request whose recorded usage shows reading a prefix is warmed before
-/// it (`ModelOptions::warm_prefix`) when it is its chain's first or comes
-/// [`WARM_AFTER_MS`] or more after the one before (its chain's static
-/// prefix may have expired since): that prefix, through the first tool or
+/// it (`ModelOptions::warm_prefix`) when it is its chain's first, the first
+/// with another unseen prefix (deferred tools loaded: a subagent of another
+/// worktree may have loaded the same), or comes [`WARM_AFTER_MS`] or more
+/// after the one before (its chain's static prefix may have expired
+/// since): that prefix, through the first tool or
 /// system breakpoint, counts as written just before by a request the corpus
 /// does not hold (the account's other sessions: the cache is per
 /// organization, facts §1.7). Real usage shows the static prefix still read
@@ -74,7 +76,10 @@ pub(super) fn replay(
             (_, Account::Project) => s.scope_project,
             (_, Account::Root) => s.scope_root,
         };
-        let after_gap = ri == 0 || r.at_ms.saturating_sub(last_at[ci]) >= WARM_AFTER_MS;
+        // A request whose unseen prefix is another (deferred tools loaded)
+        // starts that prefix as a chain's first request does.
+        let new_prefix = chain.unseen_again.iter().any(|&i| r.step.added.contains(&i));
+        let after_gap = ri == 0 || new_prefix || r.at_ms.saturating_sub(last_at[ci]) >= WARM_AFTER_MS;
         last_at[ci] = r.at_ms;
         let warm = match opts.warm_prefix {
             WarmPrefix::Recorded => r.recorded.is_some_and(|t| t.cache_read > 0),
