@@ -366,7 +366,7 @@ fn boundary_tools_says_when_it_is_not_applicable() {
 
 /// The what-if table in the payer's terms: the recorded bill plus each
 /// what-if's modeled change (issue 16), on the bundled sample (bill 9.0877,
-/// modeled 8.9120; ttl=1h +0.9531 gives 10.0408).
+/// modeled 8.9064; ttl=1h +0.9495 gives 10.0372).
 #[test]
 fn what_ifs_say_what_you_would_have_paid() {
     let (code, out, err) = run(&["cost", SAMPLE, "--what-if", "ttl=1h"]);
@@ -374,9 +374,9 @@ fn what_ifs_say_what_you_would_have_paid() {
     has_line(&out, "what-if                            modeled USD     delta USD     delta  you'd have paid");
     has_line(
         &out,
-        "(baseline)                              8.9120                                   9.0877 (the bill)",
+        "(baseline)                              8.9064                                   9.0877 (the bill)",
     );
-    has_line(&out, "ttl=1h                                  9.8651       +0.9531    +10.7%          10.0408");
+    has_line(&out, "ttl=1h                                  9.8559       +0.9495    +10.7%          10.0372");
     has_line(&out, "  you'd have paid: the recorded bill (9.0877 USD) plus the what-if's modeled change");
 }
 
@@ -399,8 +399,8 @@ fn the_report_opens_with_the_bill() {
              0.47, -experiments-ideas 0.21, 1 more 0.15",
             "  by month     2025-07 0.47, 2025-11 1.49, 2026-01 0.15, 2026-02 0.21",
             "  cache writes 258273 tokens at 5 minutes, 9036 at 1 hour",
-            "  the requests carried 2335817 input tokens: tools + system prompt (not in the transcript) 42%, tool \
-             results 39%, tool calls 12%, Claude's text 3%, user text 3% (each request's: --per-request)",
+            "  the requests carried 2335816 input tokens: tools + system prompt (not in the transcript) 42%, tool \
+             results 39%, tool calls 12%, Claude's text 4%, user text 3% (each request's: --per-request)",
             // 7acd37a8 wrote its 57,841 cached tokens again after 10 min 35 s
             // (Sonnet 4.5: 57,841 × ($3.75 − $0.30) / 1e6 = $0.1996).
             "  cache expired during pauses: 1 request wrote again 57841 tokens after a pause of 10 min: 0.20 USD more \

@@ -218,9 +218,11 @@ fn has_automatic(body: &Body<'_>) -> bool {
     body.params.iter().any(|(k, _)| *k == "cache_control")
 }
 
-/// A block that opens a user turn (what [`strip_old_thinking`] looks for).
+/// A block that opens a user turn (what [`strip_old_thinking`] looks for):
+/// user content that is not a tool result, at the start of its message or
+/// after tool results (what the user typed after refusing a tool call).
 fn opens_turn(b: &SimBlock) -> bool {
-    matches!(b.place, Place::Message { role: Role::User, first: true }) && b.kind != BlockKind::ToolResult
+    matches!(b.place, Place::Message { role: Role::User, .. }) && b.kind != BlockKind::ToolResult
 }
 
 /// Mark the thinking blocks before the last user turn that is not a tool
@@ -231,6 +233,7 @@ fn strip_old_thinking(blocks: &mut [SimBlock], feats: &mut [BlockFeat]) {
     for (b, f) in blocks[..turn].iter_mut().zip(&mut feats[..turn]) {
         if f.thinking {
             b.hash ^= STRIPPED;
+            b.dropped = true;
             *f = BlockFeat { thinking: true, ..BlockFeat::default() };
         }
     }
@@ -545,6 +548,7 @@ fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlo
         kind: BlockKind::System,
         place: Place::System,
         pinned: false,
+        dropped: false,
     }
 }
 
@@ -683,6 +687,7 @@ impl ChainCur {
                     continue;
                 }
                 self.blocks[i].hash ^= STRIPPED;
+                self.blocks[i].dropped = now > was;
                 self.feats[i] =
                     if now > was { BlockFeat { thinking: true, ..BlockFeat::default() } } else { self.raw_feats[i] };
                 if i < d && first_change.is_none() {
@@ -1067,7 +1072,25 @@ mod tests {
         strip_old_thinking(&mut blocks, &mut feats);
         let hashes: Vec<u128> = blocks.iter().map(|b| b.hash).collect();
         assert_eq!(hashes, [1, 2 ^ STRIPPED, 3, 4, 5 ^ STRIPPED, 6, 7]);
+        let dropped: Vec<bool> = blocks.iter().map(|b| b.dropped).collect();
+        assert_eq!(dropped, [false, true, false, false, true, false, false]);
         assert_eq!(feats[1].bytes, 0);
         assert_eq!(feats[6].bytes, 40);
+        // A refused tool call's result, then what the user typed, in one
+        // message (`[Request interrupted by user for tool use]` and the new
+        // prompt): a user turn too. Public corpus, 2.0.37 (cb2e607c): the
+        // prompt after the next one read through this message, as when the
+        // thinking before it had been dropped here.
+        let mut blocks = vec![
+            block(1, 0, None, user(true)),
+            block(2, 0, None, assistant(true)), // thinking
+            SimBlock { kind: BlockKind::ToolResult, ..block(3, 0, None, user(true)) },
+            block(4, 0, None, user(false)),     // typed after the refusal
+            block(5, 0, None, assistant(true)), // thinking of the new turn
+        ];
+        let mut feats = vec![text, think, text, text, think];
+        strip_old_thinking(&mut blocks, &mut feats);
+        let hashes: Vec<u128> = blocks.iter().map(|b| b.hash).collect();
+        assert_eq!(hashes, [1, 2 ^ STRIPPED, 3, 4, 5]);
     }
 }

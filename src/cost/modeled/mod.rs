@@ -160,7 +160,7 @@ pub(crate) mod test_util {
     use crate::cost::sim::{BlockKind, Place, Role, SimBlock, Ttl};
 
     pub(crate) fn block(hash: u128, tokens: u32, ttl: Option<Ttl>, place: Place) -> SimBlock {
-        SimBlock { hash, tokens, ttl, kind: BlockKind::Text, place, pinned: false }
+        SimBlock { hash, tokens, ttl, kind: BlockKind::Text, place, pinned: false, dropped: false }
     }
 
     pub(crate) fn user(first: bool) -> Place {

@@ -134,6 +134,10 @@ pub struct SimBlock {
     pub place: Place,
     /// `tokens` comes from recorded usage ([`exact_from_usage`](super::exact_from_usage)), not an estimate.
     pub pinned: bool,
+    /// Not in the prompt the API reads (an earlier turn's thinking it
+    /// drops, facts §1.5): its prefix is the block before's, and it is no
+    /// position of the 20-block lookback (facts §1.2).
+    pub dropped: bool,
 }
 
 /// One request to simulate.
@@ -245,6 +249,7 @@ pub fn blocks_of(body: &Body<'_>, tokens: &dyn Fn(&Json<'_>, BlockKind) -> u32) 
             kind,
             place,
             pinned: false,
+            dropped: false,
         });
     });
     apply_automatic(body, &mut out);
@@ -315,6 +320,7 @@ impl BlockBuilder {
             kind,
             place,
             pinned: false,
+            dropped: false,
         });
         feats.push(BlockFeat {
             bytes: u32::try_from(text).unwrap_or(u32::MAX),

@@ -153,6 +153,9 @@ pub struct CacheSim {
 /// and its content hash.
 #[inline]
 fn chain(prev: u128, block: &SimBlock) -> u128 {
+    if block.dropped {
+        return prev;
+    }
     let mut buf = [0u8; 33];
     buf[..16].copy_from_slice(&prev.to_le_bytes());
     buf[16] = block.place.tag();
@@ -351,10 +354,27 @@ impl CacheSim {
         // facts §1.2: each breakpoint checks itself and walks back, at most
         // 20 positions, for an entry an earlier request wrote; a hit
         // refreshes the entry (facts §1.4 "Every read refreshes it").
+        // A dropped block (its key is the block before's) is no position.
         let mut hit: Option<usize> = None;
+        let lookback = self.config.lookback.max(1);
         for &(b, ttl) in bps {
-            let lo = (b + 1).saturating_sub(self.config.lookback.max(1));
-            let found = (lo..=b).rev().find(|&j| self.entries.get(&prefix[j].0).is_some_and(|e| e.live(now)));
+            let (mut j, mut seen, mut found) = (b, 0, None);
+            loop {
+                if j == 0 || prefix[j].0 != prefix[j - 1].0 {
+                    seen += 1;
+                    if seen > lookback {
+                        break;
+                    }
+                    if self.entries.get(&prefix[j].0).is_some_and(|e| e.live(now)) {
+                        found = Some(j);
+                        break;
+                    }
+                }
+                if j == 0 {
+                    break;
+                }
+                j -= 1;
+            }
             if let Some(j) = found
                 && let Some(e) = self.entries.get_mut(&prefix[j].0)
             {
@@ -542,6 +562,38 @@ mod tests {
             r.per_breakpoint.iter().map(|o| (o.hit, o.written)).collect::<Vec<_>>(),
             [(Some(10), 500), (None, 1500)]
         );
+    }
+
+    /// A dropped block (an earlier turn's thinking the API leaves out,
+    /// facts §1.5) is not in the prompt: the prefix through it is the block
+    /// before's, and the lookback (facts §1.2) does not count it. Ten
+    /// blocks written; the next request adds 24 blocks of which 6 are
+    /// dropped: 18 positions, the old write in reach (24 kept: out of it).
+    /// Public corpus, 2.0.37 (cb2e607c): a prompt after four tool steps
+    /// with thinking read the write 20 blocks back, 15 without the dropped
+    /// thinking.
+    #[test]
+    fn dropped_blocks_are_no_lookback_positions() {
+        for (dropped, hit) in [(true, true), (false, false)] {
+            let mut sim = CacheSim::default();
+            sim.step(&req(0, SONNET, convo(10)));
+            let mut b = convo(34);
+            for i in (12..=32).step_by(4).take(6) {
+                b[i].dropped = dropped;
+                b[i].tokens = if dropped { 0 } else { 100 };
+            }
+            let r = sim.step(&req(1000, SONNET, b));
+            assert_eq!(r.per_breakpoint[0].hit, hit.then_some(10), "dropped {dropped}");
+            assert_eq!(r.cache_read, if hit { 2000 } else { 0 }, "dropped {dropped}");
+        }
+        // The prefix through a dropped block is the one before it.
+        let mut sim = CacheSim::default();
+        sim.step(&req(0, SONNET, convo(10)));
+        let mut b = convo(10);
+        b.insert(10, SimBlock { dropped: true, ttl: None, ..blk(77, 0, None) });
+        b[10].ttl = None;
+        let r = sim.step(&req(1000, SONNET, b));
+        assert_eq!((r.cache_read, r.cache_write_5m), (2000, 0));
     }
 
     /// facts §1.3: below the model's minimum nothing is cached, no error,

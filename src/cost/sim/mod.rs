@@ -54,7 +54,7 @@ pub(crate) mod test_util {
 
     /// A system-place block `id` of `tokens` tokens.
     pub(crate) fn blk(id: u128, tokens: u32, ttl: Option<Ttl>) -> SimBlock {
-        SimBlock { hash: id, tokens, ttl, kind: BlockKind::Text, place: Place::System, pinned: false }
+        SimBlock { hash: id, tokens, ttl, kind: BlockKind::Text, place: Place::System, pinned: false, dropped: false }
     }
 
     pub(crate) fn req(at_ms: u64, model: &str, blocks: Vec<SimBlock>) -> SimRequest {
