@@ -338,6 +338,59 @@ fn a_subagent_in_a_worktree_has_its_own_prompt() {
     assert!(a.cost_error_pct.abs() < 2.5, "{a:?}");
 }
 
+/// A background task's completion (captured with 2.1.88, 2.1.328 and
+/// 2.1.332: `tests/fixtures/shapes/cc-*/background-bash`): the request that
+/// delivers the `<task-notification>` is the request before it plus what
+/// was appended (system, tools and every earlier message as they were, but
+/// for `cache_control`), so the model reads all the request before sent.
+/// The held-out 2.1.38/2.1.39 requests of issue 16 that read only the
+/// system prompt there did not get it from what the client sends.
+#[test]
+fn a_task_notification_extends_the_request_before() {
+    for v in ["cc-2.1.88", "cc-2.1.328", "cc-2.1.332"] {
+        let dir = Path::new("tests/fixtures/shapes").join(v).join("background-bash");
+        let wire = std::fs::read_to_string(dir.join("wire.jsonl")).unwrap();
+        fn strip(v: &Value) -> Value {
+            match v {
+                Value::Object(m) => Value::Object(
+                    m.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), strip(v))).collect(),
+                ),
+                Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
+                v => v.clone(),
+            }
+        }
+        let bodies: Vec<Value> = wire
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+            .filter(|b| b["messages"].is_array())
+            .collect();
+        let at = bodies
+            .iter()
+            .position(|b| {
+                let last = b["messages"].as_array().unwrap().last().unwrap();
+                last.to_string().contains("<task-notification>")
+            })
+            .unwrap_or_else(|| panic!("{v}: no request delivers a task notification"));
+        assert_eq!(at, 2, "{v}");
+        let (before, now) = (&bodies[at - 1], &bodies[at]);
+        for key in ["system", "tools", "model"] {
+            assert_eq!(strip(&before[key]), strip(&now[key]), "{v}: {key}");
+        }
+        let (b, n) = (before["messages"].as_array().unwrap(), now["messages"].as_array().unwrap());
+        assert!(n.len() > b.len(), "{v}");
+        for (k, m) in b.iter().enumerate() {
+            assert_eq!(strip(m), strip(&n[k]), "{v}: message {k}");
+        }
+        // The model: the notification's request reads everything the one
+        // before it sent (the stand-in's usage says the same).
+        let rep = model(&[dir.join("transcripts")], &ModelOptions::default());
+        let t = &rep.turns[at];
+        let before_total = rep.turns[at - 1].modeled.total_input();
+        assert_eq!(t.modeled.cache_read, before_total, "{v}");
+        assert_eq!(t.recorded.unwrap().cache_read, before_total, "{v}");
+    }
+}
+
 /// Claude Code 1.0.51, interactive, two refused permission dialogs
 /// (captured): every conversation request is the one before it plus what
 /// was appended, the second refusal too. The public corpus's 1.0.x prompts
