@@ -77,6 +77,21 @@ SCENARIOS = [
      "steps": [{"prompt": "what is in the inventory?",
                 "args": ["--allowedTools", "mcp__probe__inventory,mcp__probe__echo"]}]},
 
+    # Thinking across turns (issue 16; tests/fixtures/cc-2.0.37, cc-2.0.42):
+    # does the client send earlier turns' thinking back at a new prompt?
+    {"name": "thinking-turns", "files": {"README.md": "# demo\n"},
+     "env": {"MAX_THINKING_TOKENS": "4000"},
+     "rules": [{"when": {"last_user_contains": "first", "last_is_tool_result": False}, "once": True,
+                "reply": {"blocks": [{"type": "thinking", "thinking": "I should list the files."},
+                                     TU("Bash", {"command": "ls", "description": "List files"})]}},
+               {"when": {"last_is_tool_result": True}, "once": True,
+                "reply": {"blocks": [{"type": "thinking", "thinking": "The listing is short."},
+                                     T("There is a README.")]}},
+               {"when": {"last_user_contains": "second"},
+                "reply": {"blocks": [{"type": "thinking", "thinking": "A second thought."}, T("Second answer.")]}}],
+     "steps": [{"prompt": "first: what files are here?", "args": ["--allowedTools", "Bash"]},
+               {"prompt": "second: and now?", "resume": True, "args": ["--allowedTools", "Bash"]}]},
+
     # Deferred tools (issue 16; tests/fixtures/cc-2.1.114/tool-search): tool
     # search is off against a local server unless ENABLE_TOOL_SEARCH is set.
     # ToolSearch loads web fetch and a cron tool, the model calls one, a

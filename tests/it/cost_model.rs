@@ -391,6 +391,41 @@ fn a_task_notification_extends_the_request_before() {
     }
 }
 
+/// Claude Code 2.0.37 and 2.0.42 with thinking (captured:
+/// `tests/fixtures/cc-2.0.*/thinking-turns`): the request of a new prompt
+/// sends the earlier turns' thinking back, signatures and all, with the
+/// same `thinking` parameter. So where real usage on models before Opus 4.5
+/// / Sonnet 4.6 falls back at such a prompt, the API drops them (facts
+/// §1.5), as the model says; the client does not.
+#[test]
+fn the_client_sends_earlier_thinking_back_at_a_new_prompt() {
+    for v in ["cc-2.0.37", "cc-2.0.42"] {
+        let wire =
+            std::fs::read_to_string(Path::new("tests/fixtures").join(v).join("thinking-turns/wire.jsonl")).unwrap();
+        let bodies: Vec<Value> = wire
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+            .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+            .collect();
+        assert_eq!(bodies.len(), 3, "{v}");
+        for b in &bodies {
+            assert_eq!(b["thinking"], json!({"budget_tokens": 4000, "type": "enabled"}), "{v}");
+        }
+        let last = &bodies[2]["messages"];
+        assert!(last.as_array().unwrap().last().unwrap().to_string().contains("second: and now?"), "{v}");
+        let thinking: Vec<(&str, &str)> = last
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["content"].as_array().unwrap())
+            .filter(|c| c["type"] == "thinking")
+            .map(|c| (c["thinking"].as_str().unwrap(), c["signature"].as_str().unwrap()))
+            .collect();
+        assert_eq!(thinking, [("I should list the files.", "sig"), ("The listing is short.", "sig")], "{v}");
+    }
+}
+
 /// Claude Code 1.0.51, interactive, two refused permission dialogs
 /// (captured): every conversation request is the one before it plus what
 /// was appended, the second refusal too. The public corpus's 1.0.x prompts
