@@ -66,11 +66,27 @@ pub(super) fn replay(
     let mut cursors: Vec<Cursor> = std::iter::repeat_with(Cursor::default).take(chains.len()).collect();
     let mut req = SimRequest::default();
     let no_cross = matches!(what_if, Some(WhatIf::NoCrossSessionCache));
+    // The prediction of each recorded response simulated, by its key.
+    let mut simulated: rustc_hash::FxHashMap<u64, Predicted> = rustc_hash::FxHashMap::default();
     for &(_, ci, ri) in order {
         let (ci, ri) = (ci as usize, ri as usize);
         let chain = &chains[ci];
         let r = &chain.reqs[ri];
         let s = &sessions[chain.session];
+        // A copy of a request simulated already (the same recorded
+        // response in another file: a copied session, an excerpt) is that
+        // one API request: its prediction, and no second pass through the
+        // cache, which would read what the first wrote.
+        if let Some(p) = r.usage_key.and_then(|k| simulated.get(&k)) {
+            out[ci][ri] = *p;
+            last_at[ci] = r.at_ms;
+            // Its blocks, for the chain's next request (both modes).
+            cursors[ci].advance(chain, &r.step);
+            if ri + 1 == chain.reqs.len() {
+                cursors[ci] = Cursor::default();
+            }
+            continue;
+        }
         let scope = match (no_cross, opts.account) {
             (true, _) | (_, Account::Session) => s.scope_session,
             (_, Account::Project) => s.scope_project,
@@ -78,7 +94,10 @@ pub(super) fn replay(
         };
         // A request whose unseen prefix is another (deferred tools loaded)
         // starts that prefix as a chain's first request does.
-        let new_prefix = chain.unseen_again.iter().any(|&i| r.step.added.contains(&i));
+        // So does the first request of another model (the cache is per
+        // model, facts §1.5: its prefix may be warm for that model).
+        let new_prefix = chain.unseen_again.iter().any(|&i| r.step.added.contains(&i))
+            || (ri > 0 && chain.reqs[ri - 1].model != r.model);
         let after_gap = ri == 0 || new_prefix || r.at_ms.saturating_sub(last_at[ci]) >= WARM_AFTER_MS;
         last_at[ci] = r.at_ms;
         let warm = match opts.warm_prefix {
@@ -170,6 +189,9 @@ pub(super) fn replay(
         }
         out[ci][ri] =
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
+        if let Some(k) = r.usage_key {
+            simulated.insert(k, out[ci][ri]);
+        }
     }
     (out, warmed)
 }
