@@ -66,18 +66,26 @@ pub(super) fn replay(
     let mut cursors: Vec<Cursor> = std::iter::repeat_with(Cursor::default).take(chains.len()).collect();
     let mut req = SimRequest::default();
     let no_cross = matches!(what_if, Some(WhatIf::NoCrossSessionCache));
-    // The prediction of each recorded response simulated, by its key.
-    let mut simulated: rustc_hash::FxHashMap<u64, Predicted> = rustc_hash::FxHashMap::default();
+    // The prediction of each recorded response simulated, by its cache
+    // scope and key.
+    let mut simulated: rustc_hash::FxHashMap<(u64, u64), Predicted> = rustc_hash::FxHashMap::default();
     for &(_, ci, ri) in order {
         let (ci, ri) = (ci as usize, ri as usize);
         let chain = &chains[ci];
         let r = &chain.reqs[ri];
         let s = &sessions[chain.session];
-        // A copy of a request simulated already (the same recorded
-        // response in another file: a copied session, an excerpt) is that
-        // one API request: its prediction, and no second pass through the
-        // cache, which would read what the first wrote.
-        if let Some(p) = r.usage_key.and_then(|k| simulated.get(&k)) {
+        let scope = match (no_cross, opts.account) {
+            (true, _) | (_, Account::Session) => s.scope_session,
+            (_, Account::Project) => s.scope_project,
+            (_, Account::Root) => s.scope_root,
+        };
+        // A copy of a request simulated already in its account (the same
+        // recorded response in another file: a copied session, an excerpt)
+        // is that one API request: its prediction, and no second pass
+        // through the cache, which would read what the first wrote. (In
+        // another account it is simulated there: a shard by root then
+        // models as a single run.)
+        if let Some(p) = r.usage_key.and_then(|k| simulated.get(&(scope, k))) {
             out[ci][ri] = *p;
             last_at[ci] = r.at_ms;
             // Its blocks, for the chain's next request (both modes).
@@ -87,11 +95,6 @@ pub(super) fn replay(
             }
             continue;
         }
-        let scope = match (no_cross, opts.account) {
-            (true, _) | (_, Account::Session) => s.scope_session,
-            (_, Account::Project) => s.scope_project,
-            (_, Account::Root) => s.scope_root,
-        };
         // A request whose unseen prefix is another (deferred tools loaded)
         // starts that prefix as a chain's first request does.
         // So does the first request of another model (the cache is per
@@ -190,7 +193,7 @@ pub(super) fn replay(
         out[ci][ri] =
             Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
         if let Some(k) = r.usage_key {
-            simulated.insert(k, out[ci][ri]);
+            simulated.insert((scope, k), out[ci][ri]);
         }
     }
     (out, warmed)
