@@ -33,7 +33,8 @@ pub(super) struct Predicted {
 /// A request whose recorded usage shows reading a prefix is warmed before
 /// it (`ModelOptions::warm_prefix`) when it is its chain's first, the first
 /// with another unseen prefix (deferred tools loaded: a subagent of another
-/// worktree may have loaded the same), or comes [`WARM_AFTER_MS`] or more
+/// worktree may have loaded the same) or another model (the cache is per
+/// model), or comes [`WARM_AFTER_MS`] or more
 /// after the one before (its chain's static prefix may have expired
 /// since): that prefix, through the first tool or
 /// system breakpoint, counts as written just before by a request the corpus
@@ -46,6 +47,10 @@ pub(super) struct Predicted {
 /// session its own cache and warms only where the baseline's warming made
 /// the prefix live (`outside`): the sharing it removes is the sharing
 /// between the sessions read, not the unseen writer's.
+///
+/// A request whose recorded response an earlier request of the same
+/// account already had (a copy in another file) is not simulated again: it
+/// gets that request's prediction.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     sessions: &[SessionIn],
