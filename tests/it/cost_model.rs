@@ -25,6 +25,21 @@ fn model(paths: &[PathBuf], opts: &ModelOptions) -> CostReport {
     cost_report(&discover(paths), &RunOptions::default(), &auto(), &Pricing::builtin(), opts)
 }
 
+/// `v` without its `cache_control` members, at any depth (what two
+/// requests are compared by when only their breakpoints may move).
+fn without_cache_control(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "cache_control")
+                .map(|(k, v)| (k.clone(), without_cache_control(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_cache_control).collect()),
+        v => v.clone(),
+    }
+}
+
 /// One 1.0.x-style session: three prompts, each answered by one assistant
 /// message with `usage`; `times` are the assistant lines' timestamps.
 fn write_session(dir: &Path, sid: &str, times: [&str; 3], usage: [Value; 3]) {
@@ -351,15 +366,6 @@ fn a_task_notification_extends_the_request_before() {
     for v in ["cc-2.1.88", "cc-2.1.328", "cc-2.1.332"] {
         let dir = Path::new("tests/fixtures/shapes").join(v).join("background-bash");
         let wire = std::fs::read_to_string(dir.join("wire.jsonl")).unwrap();
-        fn strip(v: &Value) -> Value {
-            match v {
-                Value::Object(m) => Value::Object(
-                    m.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), strip(v))).collect(),
-                ),
-                Value::Array(a) => Value::Array(a.iter().map(strip).collect()),
-                v => v.clone(),
-            }
-        }
         let bodies: Vec<Value> = wire
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
@@ -375,12 +381,12 @@ fn a_task_notification_extends_the_request_before() {
         assert_eq!(at, 2, "{v}");
         let (before, now) = (&bodies[at - 1], &bodies[at]);
         for key in ["system", "tools", "model"] {
-            assert_eq!(strip(&before[key]), strip(&now[key]), "{v}: {key}");
+            assert_eq!(without_cache_control(&before[key]), without_cache_control(&now[key]), "{v}: {key}");
         }
         let (b, n) = (before["messages"].as_array().unwrap(), now["messages"].as_array().unwrap());
         assert!(n.len() > b.len(), "{v}");
         for (k, m) in b.iter().enumerate() {
-            assert_eq!(strip(m), strip(&n[k]), "{v}: message {k}");
+            assert_eq!(without_cache_control(m), without_cache_control(&n[k]), "{v}: message {k}");
         }
         // The model: the notification's request reads everything the one
         // before it sent (the stand-in's usage says the same).
@@ -477,18 +483,6 @@ fn a_request_copied_into_another_file_is_one_request() {
 #[test]
 fn a_second_refused_tool_call_sends_the_conversation_unchanged() {
     let dir = Path::new("tests/fixtures/cc-1.0.51/interrupted-twice");
-    let strip = |v: &Value| -> Value {
-        fn go(v: &Value) -> Value {
-            match v {
-                Value::Object(m) => Value::Object(
-                    m.iter().filter(|(k, _)| *k != "cache_control").map(|(k, v)| (k.clone(), go(v))).collect(),
-                ),
-                Value::Array(a) => Value::Array(a.iter().map(go).collect()),
-                v => v.clone(),
-            }
-        }
-        go(v)
-    };
     // The conversation requests: the ones with tools (the side calls have none).
     let bodies: Vec<Value> = std::fs::read_to_string(dir.join("wire.jsonl"))
         .unwrap()
@@ -500,7 +494,7 @@ fn a_second_refused_tool_call_sends_the_conversation_unchanged() {
     let refusals = |b: &Value| b.to_string().matches("[Request interrupted by user for tool use]").count();
     assert_eq!(bodies.iter().map(refusals).collect::<Vec<_>>(), [0, 1, 2, 2]);
     for w in bodies.windows(2) {
-        let (a, b) = (strip(&w[0]), strip(&w[1]));
+        let (a, b) = (without_cache_control(&w[0]), without_cache_control(&w[1]));
         assert_eq!(a["system"], b["system"]);
         assert_eq!(a["tools"], b["tools"]);
         let (am, bm) = (a["messages"].as_array().unwrap(), b["messages"].as_array().unwrap());
