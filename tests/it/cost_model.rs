@@ -202,13 +202,12 @@ fn real_fixtures_modeled_against_recorded() {
 }
 
 /// The whole public corpus (1.0.24–2.1.198, real usage): the model's
-/// accuracy does not fall back from where it is (total -2.69%, the sum of
-/// per-request cost errors $1.29, per-session error p90 5.9%). The issue's
-/// targets (±1% total, per-session p90 ≤ 5%) are not met: what is left is
-/// one-sided, 1.0.x and 2.0.x sessions whose prompts read only the system
-/// prompt where the model reads the conversation (client behaviour no
-/// capture here shows), and one-line excerpts of a session in a root of
-/// their own, which read each other's writes.
+/// accuracy does not fall back from where it is (total -2.65%, the sum of
+/// per-request cost errors $1.27, per-session error p90 2.7%: the issue's
+/// ≤ 5%). The total's target (±1%) is not met: what is left is one-sided,
+/// 1.0.x and 2.0.x sessions whose prompts read only the system prompt
+/// where the model reads the conversation (client behaviour no capture
+/// here shows).
 #[test]
 #[ignore = "needs ../shared/corpora/public beside the checkout (CI has it)"]
 fn public_corpus_accuracy_does_not_regress() {
@@ -237,8 +236,8 @@ fn public_corpus_accuracy_does_not_regress() {
     );
     assert_eq!(a.requests_compared, 1179);
     assert!(a.cost_error_pct.abs() <= 3.0, "{a:?}");
-    assert!(abs_err <= 1.35, "{abs_err}");
-    assert!(p90 <= 6.5, "{per_session:?}");
+    assert!(abs_err <= 1.30, "{abs_err}");
+    assert!(p90 <= 5.0, "{per_session:?}");
     assert!(a.cache_read.median_relative <= 0.05, "{a:?}");
     assert!(a.cache_read.p90_relative < 0.05, "{a:?}");
     // Without the recorded warm start, the first requests of sessions that
@@ -472,6 +471,39 @@ fn a_request_copied_into_another_file_is_one_request() {
     let eighth = once.turns.iter().find(|t| t.custom_id.ends_with("-70ac33d069ed_8")).unwrap();
     assert_eq!((eighth.recorded.unwrap().cache_read, eighth.modeled.cache_read), (12008, 12004));
     assert!(once.accuracy.cost_error_pct.abs() < 0.1, "{:?}", once.accuracy);
+}
+
+/// One-line excerpts of a session (public corpus, `dev-docs-messages`: an
+/// assistant line each, in a file of its own, its `parentUuid` not in the
+/// file) hold the conversation before them in their unseen prefix, which no
+/// other excerpt's holds. Each wrote its last few hundred tokens and read
+/// the rest; before, five of them of one session, one cwd and one version
+/// read each other's prompts whole (ExitPlanMode read 21,497 of 21,497
+/// where it read 21,152 and wrote 345; −5% to −26% a file).
+#[test]
+fn a_one_line_excerpt_writes_its_own_tail() {
+    let rep = model(&[PathBuf::from("tests/fixtures/excerpts/dev-docs-messages")], &ModelOptions::default());
+    let mut got: Vec<(String, u64, u64, u64, u64)> = rep
+        .turns
+        .iter()
+        .map(|t| {
+            let r = t.recorded.unwrap();
+            let name = t.custom_id.split('_').nth(1).unwrap().to_string();
+            (name, r.cache_read, t.modeled.cache_read, r.cache_write_5m, t.modeled.cache_write_5m)
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("Edit-tool".to_string(), 22329, 22325, 313, 317),
+            ("ExitPlanMode-tool".to_string(), 21152, 21152, 345, 345),
+            ("Grep-tool".to_string(), 12008, 12004, 4756, 4760),
+            ("Read-tool".to_string(), 22642, 22637, 405, 410),
+            ("TodoWrite-tool".to_string(), 12008, 12002, 10012, 10018),
+        ]
+    );
+    assert!(rep.accuracy.cost_error_pct.abs() < 0.2, "{:?}", rep.accuracy);
 }
 
 /// Claude Code 1.0.51, interactive, two refused permission dialogs

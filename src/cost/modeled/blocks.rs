@@ -86,6 +86,10 @@ pub(super) struct ChainIn {
     /// from their first block (after deferred tools were loaded, or a
     /// change the request before does not share): the same size.
     pub(super) unseen_again: Vec<usize>,
+    /// An excerpt of a longer conversation ([`excerpt_parent`]): its first
+    /// request's unseen prefix holds the messages before it, which the
+    /// requests before it (not in the corpus) wrote.
+    pub(super) excerpt: bool,
     pub(super) reqs: Vec<ReqIn>,
 }
 
@@ -396,10 +400,17 @@ fn session_blocks<'a>(
             .and_then(|r| session.files().find(|f| f.file.display == r.file))
             .and_then(|f| f.parsed.entries.iter().find_map(|e| e.env.cwd))
             .unwrap_or(cwd);
+        let excerpt = out
+            .requests
+            .iter()
+            .find(|r| r.agent_id == agent)
+            .and_then(|r| excerpt_parent(session, r.file, agent))
+            .unwrap_or("");
         let unseen = sin.unseen_prompt.then(|| {
-            [Loaded::None, Loaded::Deferred, Loaded::Web].map(|l| unseen_block(version, cwd, agent.is_some(), l))
+            [Loaded::None, Loaded::Deferred, Loaded::Web]
+                .map(|l| unseen_block(version, cwd, agent.is_some(), excerpt, l))
         });
-        let chain = chain_of(
+        let mut chain = chain_of(
             &out.requests,
             agent,
             unseen,
@@ -411,6 +422,7 @@ fn session_blocks<'a>(
             out.by_pipeline,
             whole,
         );
+        chain.excerpt = !excerpt.is_empty();
         chains.push(chain);
     }
     drop(by_message);
@@ -529,12 +541,14 @@ enum Loaded {
 }
 
 /// The unseen prefix block of a chain: its identity is (CLI version, the
-/// chain's cwd, main or subagent, which [`Loaded`] deferred tools it
-/// sends), its size is given in pass 2. The chain's own cwd: a subagent
-/// in a worktree has its own (public corpus, 2.1.114: one that came back
-/// 322 s after its last request read nothing, though a subagent of another
-/// worktree had written its whole prompt 1.6 s before).
-fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlock {
+/// chain's cwd, main or subagent, the message an excerpt hangs from, which
+/// [`Loaded`] deferred tools it sends), its size is given in pass 2. The
+/// chain's own cwd: a subagent in a worktree has its own (public corpus,
+/// 2.1.114: one that came back 322 s after its last request read nothing,
+/// though a subagent of another worktree had written its whole prompt
+/// 1.6 s before). An excerpt's (see [`excerpt_parent`]) holds the
+/// conversation before it, which no other excerpt's does.
+fn unseen_block(version: &str, cwd: &str, agent: bool, excerpt: &str, loaded: Loaded) -> SimBlock {
     let who = if agent { "agent" } else { "main" };
     let tools = match loaded {
         Loaded::None => "",
@@ -542,7 +556,7 @@ fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlo
         Loaded::Web => "deferred tools, web search or fetch",
     };
     SimBlock {
-        hash: u128::from(scope_of(&["unseen prefix", version, cwd, who, tools])) | (1u128 << 127),
+        hash: u128::from(scope_of(&["unseen prefix", version, cwd, who, excerpt, tools])) | (1u128 << 127),
         tokens: 0,
         ttl: Some(Ttl::FiveMinutes),
         kind: BlockKind::System,
@@ -550,6 +564,24 @@ fn unseen_block(version: &str, cwd: &str, agent: bool, loaded: Loaded) -> SimBlo
         pinned: false,
         dropped: false,
     }
+}
+
+/// The uuid a chain's first message hangs from when the session holds no
+/// entry of that uuid: the chain is an excerpt of a longer conversation
+/// (public corpus: one-line copies of a request, each in a file of its
+/// own), so its unseen prefix holds the messages before it too. Before,
+/// five such excerpts of one session read each other's prompts whole where
+/// each had really written its last few hundred tokens (−5% to −26%).
+fn excerpt_parent<'a>(session: &Session<'a, '_>, file: &str, agent: Option<&str>) -> Option<&'a str> {
+    let f = session.files().find(|f| f.file.display == file)?;
+    let first = f.parsed.entries.iter().find(|e| {
+        (e.as_assistant().is_some() || e.as_user().is_some())
+            && e.env.agent_id == agent
+            && (agent.is_some() || !e.env.is_sidechain)
+    })?;
+    let parent = first.env.parent_uuid?;
+    let held = session.files().flat_map(|f| f.parsed.entries.iter()).any(|e| e.env.uuid == Some(parent));
+    (!held).then_some(parent)
 }
 
 /// The last request of a chain as pass 1 built it, and what building the

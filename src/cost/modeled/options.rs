@@ -153,7 +153,9 @@ pub struct ModelOptions {
 /// See [`ModelOptions::warm_prefix`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WarmPrefix {
-    /// When the first request's recorded usage shows a cache read.
+    /// When the first request's recorded usage shows a cache read; an
+    /// excerpt's first request without usage too (the requests before it
+    /// wrote its prefix).
     #[default]
     Recorded,
     Always,

@@ -109,7 +109,9 @@ pub(super) fn replay(
         let after_gap = ri == 0 || new_prefix || r.at_ms.saturating_sub(last_at[ci]) >= WARM_AFTER_MS;
         last_at[ci] = r.at_ms;
         let warm = match opts.warm_prefix {
-            WarmPrefix::Recorded => r.recorded.is_some_and(|t| t.cache_read > 0),
+            // An excerpt's first request without usage: the requests
+            // before it, which the corpus does not hold, wrote its prefix.
+            WarmPrefix::Recorded => r.recorded.map_or(ri == 0 && chain.excerpt, |t| t.cache_read > 0),
             WarmPrefix::Always => true,
             WarmPrefix::Never => false,
         } && after_gap
