@@ -506,6 +506,63 @@ fn a_one_line_excerpt_writes_its_own_tail() {
     assert!(rep.accuracy.cost_error_pct.abs() < 0.2, "{:?}", rep.accuracy);
 }
 
+/// Claude Code 2.0.5 as the VS Code extension of the 2.0 era drives it
+/// (captured, `tests/fixtures/cc-2.0.5/ide-extension`: each prompt a
+/// resumed process, its first text block the IDE context): an @-mentioned
+/// file is sent with its prompt (a "Called the Read tool" message before
+/// it, the file's text in it) and the next prompt sends that prompt
+/// without them. That is the public 2.0.5 extension session's fallback to
+/// the system prompt at the two prompts after its two @-mentioning ones
+/// (left unmodeled: a 2.0.37 extension session reads everything after such
+/// a prompt; see the README's accuracy notes).
+#[test]
+fn a_resumed_prompt_is_sent_without_the_attachments_of_the_prompt_before() {
+    let dir = Path::new("tests/fixtures/cc-2.0.5/ide-extension");
+    let reqs: Vec<Value> = std::fs::read_to_string(dir.join("conversation.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(reqs.len(), 5);
+    for r in &reqs {
+        assert_eq!(r["system_sha256"], reqs[0]["system_sha256"]);
+        assert_eq!(r["tools_sha256"], reqs[0]["tools_sha256"]);
+    }
+    let messages: Vec<Vec<Value>> =
+        reqs.iter().map(|r| without_cache_control(&r["messages"]).as_array().unwrap().clone()).collect();
+    // (messages before, messages now, leading messages in common).
+    let steps: Vec<(usize, usize, usize)> = messages
+        .windows(2)
+        .map(|w| (w[0].len(), w[1].len(), w[0].iter().zip(&w[1]).take_while(|(a, b)| a == b).count()))
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            // The first prompt's tool result: the "Called the Read tool"
+            // message, a list of one text block, is now a string.
+            (2, 4, 0),
+            // The second prompt (resumed): the first without its @-mention.
+            (4, 6, 0),
+            // The third: the second without its @-mention.
+            (6, 7, 4),
+            // The fourth: a pure append.
+            (7, 9, 7),
+        ]
+    );
+    let texts = |m: &Value| -> Vec<String> {
+        match &m["content"] {
+            Value::String(s) => vec![s.clone()],
+            v => v.as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap_or("").to_string()).collect(),
+        }
+    };
+    let (second, third) = (&messages[2], &messages[3]);
+    assert!(texts(&second[4])[0].contains("Called the Read tool"), "{:?}", texts(&second[4]));
+    assert!(texts(&second[5])[0].contains("Result of calling the Read tool"));
+    // The third request sends the second prompt as its IDE context and text.
+    assert_eq!(texts(&third[4]), texts(&second[5])[1..]);
+    assert!(texts(&third[4])[0].starts_with("<ide_opened_file>"));
+}
+
 /// Claude Code 1.0.51, interactive, two refused permission dialogs
 /// (captured): every conversation request is the one before it plus what
 /// was appended, the second refusal too. The public corpus's 1.0.x prompts
