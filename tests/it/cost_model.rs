@@ -504,6 +504,28 @@ fn a_one_line_excerpt_writes_its_own_tail() {
         ]
     );
     assert!(rep.accuracy.cost_error_pct.abs() < 0.2, "{:?}", rep.accuracy);
+    // Without usage, an excerpt still finds the conversation before it in
+    // the cache (the requests before it wrote it); a session's first
+    // request without usage does not.
+    let line = std::fs::read_to_string("tests/fixtures/excerpts/dev-docs-messages/tools/Read-tool_use.jsonl").unwrap();
+    let mut v: Value = serde_json::from_str(line.trim()).unwrap();
+    v["message"].as_object_mut().unwrap().remove("usage");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("p")).unwrap();
+    std::fs::write(tmp.path().join("p/excerpt.jsonl"), format!("{v}\n")).unwrap();
+    v["parentUuid"] = Value::Null;
+    std::fs::create_dir_all(tmp.path().join("q")).unwrap();
+    std::fs::write(tmp.path().join("q/first.jsonl"), format!("{v}\n")).unwrap();
+    let at = |dir: &str| {
+        let rep = model(&[tmp.path().join(dir)], &ModelOptions::default());
+        assert_eq!(rep.turns.len(), 1);
+        assert!(rep.turns[0].recorded.is_none());
+        (rep.turns[0].modeled.cache_read, rep.turns[0].modeled.cache_write_5m)
+    };
+    let (read, write) = at("p");
+    assert!(read > 10_000 && write < 100, "{read} {write}");
+    let (read, write) = at("q");
+    assert!(read == 0 && write > 10_000, "{read} {write}");
 }
 
 /// Claude Code 2.0.5 as the VS Code extension of the 2.0 era drives it
