@@ -483,12 +483,12 @@ mod tests {
         std::fs::write(v2.join(MANIFEST), man).unwrap();
         let err = merge_stores(&t.path().join("m"), &[a.clone(), v2.clone()]).unwrap_err().to_string();
         assert!(err.contains("a is dedup format version 1, ") && err.ends_with("v2 is version 2: not merged"), "{err}");
-        let v3 = t.path().join("v3");
-        store(&v3, &[], "");
-        let man = std::fs::read_to_string(v3.join(MANIFEST)).unwrap().replace(r#""version":1"#, r#""version":3"#);
-        std::fs::write(v3.join(MANIFEST), man).unwrap();
-        let err = merge_stores(&t.path().join("m"), std::slice::from_ref(&v3)).unwrap_err().to_string();
-        assert!(err.ends_with("v3 is dedup format version 3, this ctxasm merges versions 1 to 2 (a newer ctxasm wrote it?): not merged"), "{err}");
+        let v4 = t.path().join("v4");
+        store(&v4, &[], "");
+        let man = std::fs::read_to_string(v4.join(MANIFEST)).unwrap().replace(r#""version":1"#, r#""version":4"#);
+        std::fs::write(v4.join(MANIFEST), man).unwrap();
+        let err = merge_stores(&t.path().join("m"), std::slice::from_ref(&v4)).unwrap_err().to_string();
+        assert!(err.ends_with("v4 is dedup format version 4, this ctxasm merges versions 1 to 3 (a newer ctxasm wrote it?): not merged"), "{err}");
         // A store whose first recipe keeps messages of a recipe before it.
         let k = t.path().join("k");
         store(&k, &[x], &format!("{{\"custom_id\":\"k_1\",\"keep\":2,\"messages\":[\"{}\"]}}\n", id(x)));

@@ -9,10 +9,12 @@
 //! - `segments.bin`: records of `[16-byte xxh3-128, big-endian][u32 LE
 //!   length][bytes]`, each id once;
 //! - `recipes.jsonl`: one line per request, in batch order:
-//!   `{"custom_id":…,"head":…,"messages":[ids],"system":[ids],"tools":id|null,"tail":…}`
+//!   `{"custom_id":…,"head":…,"messages":[ids],"system":[ids],"tools":id|null,"tail_id":id}`
 //!   where ids are 32 lowercase hex digits and the body is `head` + the
 //!   messages joined by `,` + `],"system":[` + the system blocks joined by
-//!   `,` + `]` + (`,"tools":` + tools) + `tail`;
+//!   `,` + `]` + (`,"tools":` + tools) + the tail segment (the params after
+//!   the tools, the same for a session's requests: stored once; versions 1
+//!   and 2 have the tail's text in each recipe, `"tail":…`);
 //! - `manifest.json`: counts and sizes.
 //!
 //! `expand` turns a dedup directory back into the batch format, byte for
@@ -400,8 +402,10 @@ const MANIFEST: &str = "manifest.json";
 
 /// The dedup store's format version: 2 lets a recipe keep the previous
 /// recipe's leading message ids (`keep`), so a session's recipes grow
-/// with what each turn adds; `expand` reads 1 and 2.
-pub const DEDUP_VERSION: u64 = 2;
+/// with what each turn adds; 3 stores each recipe's tail (the params after
+/// the tools, ~500 bytes a recipe of 2.1.x) as a segment (`tail_id`);
+/// `expand` reads 1 to 3.
+pub const DEDUP_VERSION: u64 = 3;
 
 fn write_dedup_into(
     disc: &Discovery,
@@ -520,6 +524,8 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
     // its messages with their commas: a request whose leading messages are
     // that one's (`Body::shared`) lists only the rest (`keep`).
     let mut last: Option<usize> = None;
+    // Tail segments of this session already added.
+    let mut tails: HashSet<u128> = HashSet::default();
     let mut msg_ids: Vec<u128> = Vec::new();
     let mut msg_bytes: Vec<usize> = vec![0];
     for i in selected(requests, turns) {
@@ -606,9 +612,15 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
             Some(id) => push_hex128(out, id),
             None => out.extend_from_slice(b"null"),
         }
-        out.extend_from_slice(b",\"tail\":");
-        writer::write_str(out, &String::from_utf8_lossy(&tail));
+        let tail_id = xxhash_rust::xxh3::xxh3_128(&tail);
+        out.extend_from_slice(b",\"tail_id\":");
+        push_hex128(out, tail_id);
         out.extend_from_slice(b"}\n");
+        if tails.insert(tail_id) {
+            let start = so.own.len();
+            so.own.extend_from_slice(&tail);
+            so.segments.push((tail_id, Segment::Own(start..so.own.len())));
+        }
         so.written += 1;
         // The batch line: {"custom_id":<id>,"params":<body>}\n
         so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id_len + body_len) as u64;
@@ -628,7 +640,11 @@ struct Recipe {
     mid: String,
     system: Vec<String>,
     tools: Option<String>,
-    tail: String,
+    /// The tail's text (versions 1 and 2), or its segment (3).
+    #[serde(default)]
+    tail: Option<String>,
+    #[serde(default)]
+    tail_id: Option<String>,
 }
 
 /// Errors of `expand`, naming the file and (for recipes) the line.
@@ -753,7 +769,11 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
             line_out.extend_from_slice(b",\"tools\":");
             line_out.extend_from_slice(get(t)?);
         }
-        line_out.extend_from_slice(r.tail.as_bytes());
+        match (&r.tail, &r.tail_id) {
+            (Some(t), None) => line_out.extend_from_slice(t.as_bytes()),
+            (None, Some(h)) => line_out.extend_from_slice(get(h)?),
+            _ => return Err(bad(&rec_path, i + 1, "a recipe has either a tail or a tail_id")),
+        }
         line_out.extend_from_slice(b"}\n");
         out.write_all(&line_out)?;
         n += 1;

@@ -96,7 +96,7 @@ fn the_store_of_twice_the_turns_is_twice_the_size() {
     long_session(&tmp.path().join("b"), 800);
     let (a, _) = recipes_of(&tmp.path().join("a"), &pipeline(Turns::All));
     let (b, _) = recipes_of(&tmp.path().join("b"), &pipeline(Turns::All));
-    // Per request: the head and tail (a few hundred bytes) and three ids.
+    // Per request: the head, the tail's id and three ids.
     assert!(b <= a * 21 / 10 && b >= a * 19 / 10, "{a} → {b} bytes of recipes");
 }
 
@@ -106,6 +106,70 @@ fn the_sample_pipeline_store_keeps_and_expands_byte_for_byte() {
     let (_, recipes) = recipes_of(Path::new("corpora/sample"), &opts);
     let keeping = recipes.iter().filter(|r| r.get("keep").is_some()).count();
     assert_eq!((recipes.len(), keeping), (228, 173));
+}
+
+/// Version 3 stores a session's tail (the params after the tools) once, as
+/// a segment each recipe names (`tail_id`); a store as version 2 wrote it
+/// (the tail's text in each recipe) still expands to the same bytes; a
+/// recipe with neither or both is refused, naming its line.
+#[test]
+fn a_recipe_names_its_tail_segment_and_older_stores_still_expand() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("s"), 20);
+    let disc = discover(&[tmp.path().join("s")]);
+    let store = tmp.path().join("store");
+    write_dedup(&disc, &RunOptions::default(), &pipeline(Turns::All), &store).unwrap();
+    let mut want = Vec::new();
+    assert_eq!(expand(&store, &mut want).unwrap(), 20);
+    let recipes = store.join("recipes.jsonl");
+    let text = std::fs::read_to_string(&recipes).unwrap();
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tails: std::collections::HashSet<&str> = lines.iter().map(|r| r["tail_id"].as_str().unwrap()).collect();
+    assert_eq!((lines.len(), tails.len()), (20, 1));
+    assert!(lines.iter().all(|r| r.get("tail").is_none()));
+    // The tail's bytes, from segments.bin.
+    let data = std::fs::read(store.join("segments.bin")).unwrap();
+    let (mut pos, mut tail) = (0, None);
+    while pos < data.len() {
+        let id = format!("{:032x}", u128::from_be_bytes(data[pos..pos + 16].try_into().unwrap()));
+        let len = u32::from_le_bytes(data[pos + 16..pos + 20].try_into().unwrap()) as usize;
+        if tails.contains(id.as_str()) {
+            tail = Some(String::from_utf8(data[pos + 20..pos + 20 + len].to_vec()).unwrap());
+        }
+        pos += 20 + len;
+    }
+    let tail = tail.unwrap();
+    assert!(tail.starts_with(",\"metadata\":") && tail.contains("\"stream\":true"), "{tail}");
+    // As version 2 wrote it.
+    let v2: String = lines
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            let o = r.as_object_mut().unwrap();
+            o.remove("tail_id");
+            o.insert("tail".into(), json!(tail));
+            format!("{r}\n")
+        })
+        .collect();
+    std::fs::write(&recipes, &v2).unwrap();
+    let manifest = store.join("manifest.json");
+    let m = std::fs::read_to_string(&manifest).unwrap();
+    assert!(m.contains("\"version\": 3"), "{m}");
+    std::fs::write(&manifest, m.replace("\"version\": 3", "\"version\": 2")).unwrap();
+    let mut got = Vec::new();
+    expand(&store, &mut got).unwrap();
+    assert!(got == want, "{:?}", first_diff(&got, &want));
+    // Both, then neither.
+    let both = text.replacen("\"tail_id\":", &format!("\"tail\":{},\"tail_id\":", json!(tail)), 1);
+    std::fs::write(&recipes, both).unwrap();
+    let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:1: a recipe has either a tail or a tail_id", recipes.display()));
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let mut none = first.clone();
+    none.as_object_mut().unwrap().remove("tail_id");
+    std::fs::write(&recipes, text.replacen(&first.to_string(), &none.to_string(), 1)).unwrap();
+    let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
+    assert_eq!(e, format!("{}:1: a recipe has either a tail or a tail_id", recipes.display()));
 }
 
 #[test]
@@ -123,7 +187,7 @@ fn a_keep_past_the_previous_recipe_or_an_unknown_version_is_refused() {
     std::fs::write(&recipes, text).unwrap();
     let manifest = store.join("manifest.json");
     let m = std::fs::read_to_string(&manifest).unwrap();
-    std::fs::write(&manifest, m.replace("\"version\": 2", "\"version\": 3")).unwrap();
+    std::fs::write(&manifest, m.replace("\"version\": 3", "\"version\": 4")).unwrap();
     let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
-    assert!(e.contains("dedup store version 3; this ctxasm reads versions 1 to 2"), "{e}");
+    assert!(e.contains("dedup store version 4; this ctxasm reads versions 1 to 3"), "{e}");
 }

@@ -169,14 +169,14 @@ fn merged_dedup_store_expands_to_the_shards_batches() {
     // A store of another format version: refused, both named.
     let (d2, d3) = (t.join("4-d2"), t.join("4-d3"));
     let man = std::fs::read_to_string(d3.join("manifest.json")).unwrap();
-    // (d3 as an older ctxasm wrote it: version 1, where this one writes 2.)
-    assert!(man.contains("\"version\": 2,"), "{man}");
-    std::fs::write(d3.join("manifest.json"), man.replace("\"version\": 2,", "\"version\": 1,")).unwrap();
+    // (d3 as an older ctxasm wrote it: version 2, where this one writes 3.)
+    assert!(man.contains("\"version\": 3,"), "{man}");
+    std::fs::write(d3.join("manifest.json"), man.replace("\"version\": 3,", "\"version\": 2,")).unwrap();
     let out = ctxasm(&["merge", p(&t.join("versions")), p(&d2), p(&d3)]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(&format!("{} is dedup format version 2, {} is version 1: not merged", d2.display(), d3.display())),
+        err.contains(&format!("{} is dedup format version 3, {} is version 2: not merged", d2.display(), d3.display())),
         "{err}"
     );
     assert!(!t.join("versions").exists());
