@@ -1,5 +1,6 @@
 //! Helpers the test modules share: the captured scenarios, their wire
-//! bodies, a readable first difference of two byte strings, the binary.
+//! bodies, a JSON Lines file's values, a readable first difference of two
+//! byte strings, the binary.
 
 use base64::Engine;
 use serde_json::Value;
@@ -11,6 +12,11 @@ pub fn scenarios(root: &str) -> Vec<PathBuf> {
     v.sort();
     assert_eq!(v.len(), 14, "{root}");
     v
+}
+
+/// The values of a JSON Lines file, one per line.
+pub fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 /// The captured requests of a scenario: (device_id, raw bodies in order).

@@ -3,7 +3,7 @@
 //! their recorded usage, the public corpus against the targets (when
 //! `../shared` is present), and the CLI's JSON shape.
 
-use crate::common::ctxasm;
+use crate::common::{ctxasm, jsonl};
 use ctxasm::assemble::pipeline::Setup;
 use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
@@ -540,11 +540,7 @@ fn a_one_line_excerpt_writes_its_own_tail() {
 #[test]
 fn a_resumed_prompt_is_sent_without_the_attachments_of_the_prompt_before() {
     let dir = Path::new("tests/fixtures/cc-2.0.5/ide-extension");
-    let reqs: Vec<Value> = std::fs::read_to_string(dir.join("conversation.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let reqs = jsonl(&dir.join("conversation.jsonl"));
     assert_eq!(reqs.len(), 5);
     for r in &reqs {
         assert_eq!(r["system_sha256"], reqs[0]["system_sha256"]);
@@ -595,10 +591,9 @@ fn a_resumed_prompt_is_sent_without_the_attachments_of_the_prompt_before() {
 fn a_second_refused_tool_call_sends_the_conversation_unchanged() {
     let dir = Path::new("tests/fixtures/cc-1.0.51/interrupted-twice");
     // The conversation requests: the ones with tools (the side calls have none).
-    let bodies: Vec<Value> = std::fs::read_to_string(dir.join("wire.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["body"].clone())
+    let bodies: Vec<Value> = jsonl(&dir.join("wire.jsonl"))
+        .into_iter()
+        .map(|l| l["body"].clone())
         .filter(|b| b["tools"].is_array())
         .collect();
     assert_eq!(bodies.len(), 4);

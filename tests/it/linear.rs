@@ -53,6 +53,17 @@ fn long_session(dir: &Path, n: usize) {
     std::fs::write(dir.join(format!("{sid}.jsonl")), out).unwrap();
 }
 
+/// The dedup store of a session of `turns` turns (in the returned
+/// directory, kept while it lives), every turn's request.
+fn store_of(turns: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("s"), turns);
+    let disc = discover(&[tmp.path().join("s")]);
+    let store = tmp.path().join("store");
+    write_dedup(&disc, &RunOptions::default(), &pipeline(Turns::All), &store).unwrap();
+    (tmp, store)
+}
+
 /// The store's recipe bytes, after checking it expands to the batch format.
 fn recipes_of(dir: &Path, opts: &AssembleOptions) -> (u64, Vec<Value>) {
     let disc = discover(&[dir.to_path_buf()]);
@@ -114,11 +125,7 @@ fn the_sample_pipeline_store_keeps_and_expands_byte_for_byte() {
 /// recipe with neither or both is refused, naming its line.
 #[test]
 fn a_recipe_names_its_tail_segment_and_older_stores_still_expand() {
-    let tmp = tempfile::tempdir().unwrap();
-    long_session(&tmp.path().join("s"), 20);
-    let disc = discover(&[tmp.path().join("s")]);
-    let store = tmp.path().join("store");
-    write_dedup(&disc, &RunOptions::default(), &pipeline(Turns::All), &store).unwrap();
+    let (_tmp, store) = store_of(20);
     let mut want = Vec::new();
     assert_eq!(expand(&store, &mut want).unwrap(), 20);
     let recipes = store.join("recipes.jsonl");
@@ -174,11 +181,7 @@ fn a_recipe_names_its_tail_segment_and_older_stores_still_expand() {
 
 #[test]
 fn a_keep_past_the_previous_recipe_or_an_unknown_version_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    long_session(&tmp.path().join("s"), 3);
-    let disc = discover(&[tmp.path().join("s")]);
-    let store = tmp.path().join("store");
-    write_dedup(&disc, &RunOptions::default(), &pipeline(Turns::All), &store).unwrap();
+    let (_tmp, store) = store_of(3);
     let recipes = store.join("recipes.jsonl");
     let text = std::fs::read_to_string(&recipes).unwrap();
     std::fs::write(&recipes, text.replacen("\"keep\":2,", "\"keep\":7,", 1)).unwrap();

@@ -391,21 +391,14 @@ fn session_blocks<'a>(
         _ => Loaded::None,
     };
     for agent in order {
+        let first = out.requests.iter().find(|r| r.agent_id == agent);
         // The chain's own working directory (a subagent in a worktree has
         // its own: its environment section differs).
-        let cwd = out
-            .requests
-            .iter()
-            .find(|r| r.agent_id == agent)
+        let cwd = first
             .and_then(|r| session.files().find(|f| f.file.display == r.file))
             .and_then(|f| f.parsed.entries.iter().find_map(|e| e.env.cwd))
             .unwrap_or(cwd);
-        let excerpt = out
-            .requests
-            .iter()
-            .find(|r| r.agent_id == agent)
-            .and_then(|r| excerpt_parent(session, r.file, agent))
-            .unwrap_or("");
+        let excerpt = first.and_then(|r| excerpt_parent(session, r.file, agent)).unwrap_or("");
         let unseen = sin.unseen_prompt.then(|| {
             [Loaded::None, Loaded::Deferred, Loaded::Web]
                 .map(|l| unseen_block(version, cwd, agent.is_some(), excerpt, l))
