@@ -1,8 +1,8 @@
 //! ctxasm rebuilds, from Claude Code session transcripts, the Anthropic
 //! Messages API request of every turn.
 //!
-//! Data flows one way: [`input`] (discover files, map them, split lines,
-//! parse zero-copy into a per-file arena) → [`model`] (typed entries,
+//! Data flows one way: [`input`] (discover files, read them, split lines,
+//! parse each into a per-file arena) → [`model`] (typed entries,
 //! assistant messages, the conversation tree, sessions) → outputs such as
 //! [`stats`].
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::panic))]

@@ -11,6 +11,7 @@ use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::records::{PLACEHOLDER_DEVICE_ID, RecordOptions};
 use ctxasm::corpus::RunOptions;
 use ctxasm::env::claude_json::local_device_id;
+use ctxasm::input::Fields;
 use ctxasm::input::ReadOptions;
 use ctxasm::input::discover::{Discovery, default_roots, discover};
 use ctxasm::input::shard::{Shard, ShardBy, keep_shard};
@@ -69,7 +70,7 @@ impl Input {
         }
         let shard = apply_shard(args, &mut disc);
         let run = RunOptions {
-            read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes },
+            read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes, fields: Fields::All },
             ..RunOptions::with_threads(args.threads)
         };
         Ok(Self { disc, run, shard })

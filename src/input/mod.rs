@@ -1,5 +1,5 @@
 //! Input: discover files, get their bytes, split lines, parse each line
-//! zero-copy into a per-file arena, and type it.
+//! into a per-file arena (its tree and strings, not the line), and type it.
 
 pub mod discover;
 pub mod lines;
@@ -8,11 +8,12 @@ pub mod shard;
 pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
-use crate::json::{Json, LineParser, OutOfRange, PADDING, ParseFailure};
+use crate::json::{Json, KeyCache, LineParser, OutOfRange, PADDING, ParseFailure, TreeRules};
 use crate::model::entry::{Entry, EntryKind, type_entry};
 use bumpalo::Bump;
 use source::SourceOptions;
 use std::cell::RefCell;
+use std::io::{self, Read};
 use std::path::Path;
 
 /// How files are read.
@@ -21,11 +22,39 @@ pub struct ReadOptions {
     pub source: SourceOptions,
     /// Lines longer than this are skipped with a `line_too_long` diagnostic.
     pub max_line_bytes: usize,
+    /// What of each line the run reads.
+    pub fields: Fields,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { source: SourceOptions::default(), max_line_bytes: 1 << 30 }
+        Self { source: SourceOptions::default(), max_line_bytes: 1 << 30, fields: Fields::All }
+    }
+}
+
+/// What of each line a run reads; what it does not is left out of the
+/// line's tree ([`Entry::raw`]). Either way a record's `params` equal to
+/// an earlier record's of the file is that record's node, built once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Fields {
+    /// Every member.
+    #[default]
+    All,
+    /// What building requests reads (`assemble`, `verify`): without an
+    /// assistant line's `message.usage` (its [`AssistantEntry::usage`] is
+    /// `None`) and a user line's `permissionDecision`.
+    ///
+    /// [`AssistantEntry::usage`]: crate::model::entry::AssistantEntry::usage
+    Requests,
+}
+
+impl Fields {
+    fn rules<'a>(self) -> TreeRules<'a> {
+        const SHARE: &[&str] = &["params"];
+        match self {
+            Fields::All => TreeRules::new(&[], SHARE),
+            Fields::Requests => TreeRules::new(&[&["message", "usage"], &["permissionDecision"]], SHARE),
+        }
     }
 }
 
@@ -55,25 +84,81 @@ thread_local! {
     static PARSER: RefCell<LineParser> = RefCell::new(LineParser::new());
 }
 
-/// Parse `data` (the bytes of the file shown as `display`) into `bump`:
-/// one copy of `data` in the arena, each line parsed where it lies there.
+impl<'a> ParsedLines<'a> {
+    /// Count `line`; false when it is not to be parsed (too long: its
+    /// diagnostic pushed). A line that begins as a record does is noted
+    /// until it gives an entry.
+    fn start_line(&mut self, line: &lines::Line<'_>, display: &str, opts: &ReadOptions) -> bool {
+        self.lines += 1;
+        if line.bytes.starts_with(RECORD_PREFIX) {
+            self.unread_records.push(line.number);
+        }
+        if too_long(line, display, opts, &mut self.diagnostics) {
+            self.bad_lines += 1;
+            return false;
+        }
+        true
+    }
+
+    /// `line`'s entry, or what kept it from giving one.
+    fn push(
+        &mut self,
+        bump: &'a Bump,
+        line: &lines::Line<'_>,
+        parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
+        display: &str,
+    ) {
+        if let Some(entry) = full_line(bump, line, parsed, display, (&mut self.diagnostics, &mut self.bad_lines)) {
+            if self.unread_records.last() == Some(&line.number) {
+                self.unread_records.pop();
+            }
+            self.entries.push(entry);
+        }
+    }
+
+    fn finish(mut self, display: &str) -> Self {
+        if self.lines == 0 && self.diagnostics.is_empty() {
+            self.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
+        }
+        self
+    }
+}
+
+/// Files under this size are read whole into the arena and each line is
+/// parsed where it lies there, its strings borrowed (no copy). Larger ones
+/// are read [`CHUNK`] bytes at a time and only what their trees keep is
+/// copied into the arena: a long session's arena does not hold its file.
+pub const WHOLE_BELOW: u64 = source::READ_BELOW;
+
+/// Parse `data` (the bytes of the file shown as `display`) into `bump`, as
+/// [`read_file`] parses a file's.
 pub fn parse_bytes<'a>(bump: &'a Bump, data: &[u8], display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
-    let buf = bump.alloc_slice_fill_copy(data.len() + PADDING, b' ');
-    buf[..data.len()].copy_from_slice(data);
-    parse_buffer(bump, buf, data.len(), display, opts)
+    if (data.len() as u64) < WHOLE_BELOW {
+        let buf = bump.alloc_slice_fill_copy(data.len() + PADDING, b' ');
+        buf[..data.len()].copy_from_slice(data);
+        return parse_whole(bump, buf, data.len(), display, opts);
+    }
+    parse_from(bump, data, data.len() as u64, display, opts)
+}
+
+/// Parse `data` as [`read_file`] parses a file of [`WHOLE_BELOW`] bytes or
+/// more, a chunk at a time, whatever its size (the same entries and
+/// diagnostics as [`parse_bytes`]).
+pub fn parse_bytes_chunked<'a>(bump: &'a Bump, data: &[u8], display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
+    parse_from(bump, data, data.len() as u64, display, opts)
 }
 
 /// Parse the file bytes `buf[..n]`, followed in `buf` by at least
 /// [`PADDING`] bytes, where they lie.
-fn parse_buffer<'a>(bump: &'a Bump, buf: &'a mut [u8], n: usize, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
+fn parse_whole<'a>(bump: &'a Bump, buf: &'a mut [u8], n: usize, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
     PARSER.with(|p| match p.try_borrow_mut() {
-        Ok(mut parser) => parse_with(&mut parser, bump, buf, n, display, opts),
+        Ok(mut parser) => parse_in_arena(&mut parser, bump, buf, n, display, opts),
         // Re-entrant use on one thread (not done by ctxasm): use a fresh parser.
-        Err(_) => parse_with(&mut LineParser::new(), bump, buf, n, display, opts),
+        Err(_) => parse_in_arena(&mut LineParser::new(), bump, buf, n, display, opts),
     })
 }
 
-fn parse_with<'a>(
+fn parse_in_arena<'a>(
     parser: &mut LineParser,
     bump: &'a Bump,
     buf: &'a mut [u8],
@@ -84,6 +169,7 @@ fn parse_with<'a>(
     let mut out = ParsedLines { bytes: n as u64, ..ParsedLines::default() };
     // One entry per ~600 bytes is typical of real transcripts.
     out.entries.reserve(n / 600 + 1);
+    let mut rules = opts.fields.rules();
     let total = buf.len();
     let n = n.min(total.saturating_sub(PADDING));
     let base = buf.as_mut_ptr();
@@ -98,13 +184,7 @@ fn parse_with<'a>(
         // they returned borrow those bytes, never bytes at or after `pos`).
         let data: &[u8] = unsafe { std::slice::from_raw_parts(base, n) };
         let Some(line) = lines::next_line(data, &mut pos, &mut number) else { break };
-        out.lines += 1;
-        if line.bytes.starts_with(RECORD_PREFIX) {
-            // Taken back below once the line gives an entry.
-            out.unread_records.push(line.number);
-        }
-        if too_long(&line, display, opts, &mut out.diagnostics) {
-            out.bad_lines += 1;
+        if !out.start_line(&line, display, opts) {
             continue;
         }
         let start = line.bytes.as_ptr() as usize - base as usize;
@@ -118,32 +198,113 @@ fn parse_with<'a>(
         // before `start`. The parse writes only inside `start..start + len`
         // (the padding after it is read, and left as it was).
         let here: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(base.add(start), total - start) };
-        let at = InPlace { buf: here, len };
-        if let Some(entry) = full_line(parser, bump, at, &line, display, &mut out.diagnostics, &mut out.bad_lines) {
-            if out.unread_records.last() == Some(&line.number) {
-                out.unread_records.pop();
-            }
-            out.entries.push(entry);
+        let parsed = parser.parse_in_arena(bump, here, len, &original, Some(&mut rules));
+        out.push(bump, &line, parsed, display);
+    }
+    out.finish(display)
+}
+
+/// Parse what `reader` gives (about `len` bytes), [`CHUNK`] bytes at a time.
+fn parse_from<'a>(bump: &'a Bump, reader: impl Read, len: u64, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
+    PARSER.with(|p| match p.try_borrow_mut() {
+        Ok(mut parser) => parse_with(&mut parser, bump, reader, len, display, opts),
+        // Re-entrant use on one thread (not done by ctxasm): use a fresh parser.
+        Err(_) => parse_with(&mut LineParser::new(), bump, reader, len, display, opts),
+    })
+}
+
+/// Bytes of a file read at a time: the arena gets the trees of its lines,
+/// never the file (a line longer than this is read whole).
+pub const CHUNK: usize = 1 << 20;
+
+fn parse_with<'a>(
+    parser: &mut LineParser,
+    bump: &'a Bump,
+    reader: impl Read,
+    len: u64,
+    display: &str,
+    opts: &ReadOptions,
+) -> ParsedLines<'a> {
+    let mut out = ParsedLines::default();
+    let mut rules = opts.fields.rules();
+    let mut keys = KeyCache::default();
+    let read = for_each_line(reader, len, |line| {
+        if out.entries.capacity() == out.entries.len() {
+            // One entry per ~600 bytes is typical of real transcripts.
+            out.entries.reserve(CHUNK / 600);
+        }
+        if !out.start_line(&line, display, opts) {
+            return;
+        }
+        let parsed = parser.parse_line(bump, line.bytes, &mut keys, Some(&mut rules));
+        out.push(bump, &line, parsed, display);
+    });
+    match read {
+        Ok(n) => out.bytes = n,
+        Err((n, line, e)) => {
+            out.bytes = n;
+            let msg = format!("cannot read file after line {line}: {e}; the lines before it are read");
+            out.diagnostics.push(Diagnostic::new(display, line, DiagKind::Io, msg));
         }
     }
-    if out.lines == 0 {
-        out.diagnostics.push(Diagnostic::new(display, 0, DiagKind::EmptyFile, "file has no lines"));
-    }
-    out
+    out.finish(display)
 }
 
-/// A line where it lies in the arena: `buf[..len]`, padding after it.
-struct InPlace<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl<'a> InPlace<'a> {
-    /// `line` copied into `bump`, with the padding.
-    fn copied(bump: &'a Bump, line: &[u8]) -> Self {
-        let buf = bump.alloc_slice_fill_copy(line.len() + PADDING, b' ');
-        buf[..line.len()].copy_from_slice(line);
-        InPlace { buf, len: line.len() }
+/// Call `f` with each non-blank line `reader` gives, numbered and cut as
+/// [`lines::next_line`] does, reading [`CHUNK`] bytes at a time (more for
+/// a longer line; less for a reader of `len` bytes, most files). The bytes
+/// read, or with an error also the number of the last line seen.
+fn for_each_line(
+    mut reader: impl Read,
+    len: u64,
+    mut f: impl FnMut(lines::Line<'_>),
+) -> Result<u64, (u64, u32, io::Error)> {
+    // One byte more than the file: its end is seen in the first read.
+    let mut buf = vec![0u8; usize::try_from(len.saturating_add(1)).unwrap_or(CHUNK).clamp(1, CHUNK)];
+    let (mut filled, mut number, mut total, mut eof) = (0usize, 0u32, 0u64, false);
+    let mut failed = None;
+    loop {
+        while !eof && failed.is_none() && filled < buf.len() {
+            match reader.read(&mut buf[filled..]) {
+                Ok(0) => eof = true,
+                Ok(k) => {
+                    filled += k;
+                    total += k as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => failed = Some(e),
+            }
+        }
+        // Whole lines only, until the end: the last piece is then the
+        // file's last line, terminated or not (a read that failed leaves
+        // its piece out).
+        let end = match (eof, memchr::memrchr(b'\n', &buf[..filled])) {
+            (true, _) => filled,
+            (false, Some(i)) => i + 1,
+            (false, None) if failed.is_some() => 0,
+            (false, None) => {
+                // A line longer than the buffer.
+                buf.resize(buf.len() * 2, 0);
+                continue;
+            }
+        };
+        let mut pos = 0;
+        while let Some(line) = lines::next_line(&buf[..end], &mut pos, &mut number) {
+            f(line);
+        }
+        if let Some(e) = failed {
+            return Err((total, number, e));
+        }
+        if eof {
+            return Ok(total);
+        }
+        buf.copy_within(end..filled, 0);
+        filled -= end;
+        if buf.len() > 2 * CHUNK && filled < CHUNK {
+            // After a long line: back to the usual size.
+            buf.truncate(CHUNK);
+            buf.shrink_to_fit();
+        }
     }
 }
 
@@ -162,20 +323,19 @@ fn too_long(line: &lines::Line<'_>, display: &str, opts: &ReadOptions, diags: &m
     true
 }
 
-/// One line (`line.bytes`, as written; parsed at `at`) read in full and typed. `None` when it gives no
-/// entry, with the diagnostic that says why (and `bad_lines` counted);
-/// numbers read out of range and an unknown type are reported either way.
+/// One line read in full (`parsed`: its tree, or why not) and typed.
+/// `None` when it gives no entry, with the diagnostic that says why (and
+/// the bad line counted); numbers read out of range and an unknown type are
+/// reported either way.
 fn full_line<'a>(
-    parser: &mut LineParser,
     bump: &'a Bump,
-    at: InPlace<'a>,
     line: &lines::Line<'_>,
+    parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
     display: &str,
-    diags: &mut Vec<Diagnostic>,
-    bad_lines: &mut u32,
+    (diags, bad_lines): (&mut Vec<Diagnostic>, &mut u32),
 ) -> Option<Entry<'a>> {
     let bad = |kind: DiagKind, msg: String| Diagnostic::new(display, line.number, kind, msg);
-    let value = match parser.parse_lenient_at(bump, at.buf, at.len, line.bytes) {
+    let value = match parsed {
         Ok((v, out_of_range)) => {
             for n in out_of_range {
                 diags.push(bad(DiagKind::NumberOutOfRange, out_of_range_message(&n)));
@@ -265,13 +425,23 @@ fn kind_name(v: &Json<'_>) -> &'static str {
     }
 }
 
-/// Load and parse one file: its bytes read once into `bump`
-/// ([`source::read_padded`]) and each line parsed where it lies, so the
-/// arena holds the file once and the values' strings borrow it. An
-/// unreadable file gives an `io_error` diagnostic and no entries.
+/// Load and parse one file (at most the size it had when opened:
+/// [`source::open_snapshot`]): read whole into `bump` when under
+/// [`WHOLE_BELOW`], else a [`CHUNK`] at a time, each line into `bump`. A
+/// file that cannot be read whole, or opened, gives an `io_error`
+/// diagnostic and no entries; one read a chunk at a time that fails later
+/// keeps the lines read before.
 pub fn read_file<'a>(bump: &'a Bump, path: &Path, display: &str, opts: &ReadOptions) -> ParsedLines<'a> {
-    match source::read_padded(path, &opts.source, bump, PADDING) {
-        Ok((buf, n)) => parse_buffer(bump, buf, n, display, opts),
+    let whole = |reader: io::Take<std::fs::File>| -> io::Result<ParsedLines<'a>> {
+        let (buf, n) = source::read_padded(reader, bump, PADDING)?;
+        Ok(parse_whole(bump, buf, n, display, opts))
+    };
+    let parsed = source::open_snapshot(path, &opts.source).and_then(|reader| match reader.limit() {
+        len if len < WHOLE_BELOW => whole(reader),
+        len => Ok(parse_from(bump, reader, len, display, opts)),
+    });
+    match parsed {
+        Ok(parsed) => parsed,
         Err(e) => ParsedLines {
             diagnostics: vec![Diagnostic::new(display, 0, DiagKind::Io, format!("cannot read file: {e}"))],
             ..ParsedLines::default()
@@ -333,10 +503,10 @@ mod tests {
         assert_eq!(p.entries[1].kind, EntryKind::CostState { total_cost_usd: None, model_usage: None });
     }
 
-    /// Lines are parsed where they lie in the file's one copy, strings
-    /// unescaped in place: a line that fails after unescaping some strings,
-    /// an unknown type and a number out of range after an escape are still
-    /// reported from the line as written, and the lines after them read.
+    /// A line is parsed in the parser's scratch buffer, strings unescaped
+    /// there: a line that fails after unescaping some strings, an unknown
+    /// type and a number out of range after an escape are still reported
+    /// from the line as written, and the lines after them read.
     #[test]
     fn in_place_parse_reports_lines_as_written() {
         let bump = Bump::new();
@@ -385,5 +555,223 @@ mod tests {
         let p = parse_bytes(&bump, b"{\"type\":\"summary\"}", "n.jsonl", &ReadOptions::default());
         assert!(p.diagnostics.is_empty());
         assert_eq!(p.entries.len(), 1);
+    }
+
+    /// A reader that gives at most `step` bytes a call, then fails with
+    /// `fail` once its bytes are given (or ends).
+    struct Trickle<'d> {
+        data: &'d [u8],
+        step: usize,
+        fail: bool,
+    }
+
+    impl io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.data.is_empty() && self.fail {
+                return Err(io::Error::other("disk gone"));
+            }
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// Reading a chunk at a time cuts and numbers lines as splitting the
+    /// whole file does: lines across chunk ends, a line longer than two
+    /// chunks, blank and `\r\n` lines, a last line without `\n`.
+    #[test]
+    fn chunked_reading_cuts_lines_as_one_read_does() {
+        let mut data = Vec::new();
+        let mut i = 0usize;
+        while data.len() < 3 * CHUNK {
+            data.extend_from_slice(format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(i % 997)).as_bytes());
+            data.extend_from_slice(if i.is_multiple_of(5) { b"\r\n" } else { b"\n" });
+            if i.is_multiple_of(7) {
+                data.extend_from_slice(b"  \n\n");
+            }
+            if i == 40 {
+                data.extend_from_slice(format!("{{\"long\":\"{}\"}}\n", "y".repeat(2 * CHUNK + 3)).as_bytes());
+            }
+            i += 1;
+        }
+        data.extend_from_slice(b"{\"last\":true}");
+        let want: Vec<(u32, Vec<u8>, bool)> =
+            lines::lines(&data).map(|l| (l.number, l.bytes.to_vec(), l.unterminated)).collect();
+        // Reads of a chunk or less; a size hint of the whole, a part, none.
+        for (step, len) in [(CHUNK, data.len()), (7777, data.len() / 3), (100_003, 10), (CHUNK, 0)] {
+            let mut got = Vec::new();
+            let reader = Trickle { data: &data, step, fail: false };
+            let n =
+                for_each_line(reader, len as u64, |l| got.push((l.number, l.bytes.to_vec(), l.unterminated))).unwrap();
+            assert_eq!(n, data.len() as u64);
+            assert_eq!(got.len(), want.len(), "step {step}");
+            assert!(got == want, "step {step}");
+        }
+    }
+
+    /// A read that fails mid-file keeps the lines before it and names the
+    /// last one.
+    #[test]
+    fn a_failed_read_keeps_the_lines_before_it() {
+        let bump = Bump::new();
+        let data =
+            b"{\"type\":\"summary\",\"summary\":\"a\"}\n\n{\"type\":\"summary\",\"summary\":\"b\"}\n{\"type\":\"sum";
+        let reader = Trickle { data, step: 5, fail: true };
+        let p = parse_from(&bump, reader, data.len() as u64, "f.jsonl", &ReadOptions::default());
+        let got: Vec<_> = p.entries.iter().map(|e| e.raw.get_str("summary")).collect();
+        assert_eq!(got, [Some("a"), Some("b")]);
+        assert_eq!(
+            p.diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            ["f.jsonl:3: io_error: cannot read file after line 3: disk gone; the lines before it are read"]
+        );
+        assert_eq!(p.bytes, data.len() as u64);
+    }
+
+    /// `Fields::Requests` leaves an assistant line's usage and a user
+    /// line's permission decision out of their trees, and nothing else; a
+    /// record's `params` equal to an earlier record's is that record's node
+    /// under either; a line read leniently is read whole.
+    #[test]
+    fn requests_fields_leave_out_what_requests_never_read() {
+        let data = concat!(
+            r#"{"type":"assistant","uuid":"a","message":{"id":"m","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+            "\n",
+            r#"{"type":"user","uuid":"u","permissionDecision":{"allow":true},"message":{"role":"user","content":"q","permissionDecision":1}}"#,
+            "\n",
+            r#"{"type":"api-request","id":"r1","params":{"max_tokens":32000,"thinking":{"type":"adaptive"}}}"#,
+            "\n",
+            r#"{"type":"api-request","id":"r2","params":{"max_tokens":32000,"thinking":{"type":"adaptive"}}}"#,
+            "\n",
+            r#"{"type":"api-request","id":"r3","params":{"max_tokens":64000,"thinking":{"type":"adaptive"}}}"#,
+            "\n",
+            r#"{"type":"assistant","uuid":"b","message":{"id":"n","usage":{"input_tokens":1e400},"content":[]}}"#,
+            "\n",
+        );
+        let bump = Bump::new();
+        let opts = ReadOptions { fields: Fields::Requests, ..ReadOptions::default() };
+        for streamed in [false, true] {
+            let read = |opts: &ReadOptions| both_ways(&bump, data.as_bytes(), opts)[usize::from(streamed)].take();
+            let (all, req) = (read(&ReadOptions::default()), read(&opts));
+            requests_fields_case(&all, &req);
+        }
+    }
+
+    /// `data` parsed both ways: whole in the arena, and a chunk at a time
+    /// (after asserting they give the same entries and diagnostics).
+    fn both_ways<'a>(bump: &'a Bump, data: &[u8], opts: &ReadOptions) -> [std::cell::Cell<ParsedLines<'a>>; 2] {
+        let buf = bump.alloc_slice_fill_copy(data.len() + PADDING, b' ');
+        buf[..data.len()].copy_from_slice(data);
+        let whole = parse_whole(bump, buf, data.len(), "f.jsonl", opts);
+        let streamed = parse_from(bump, data, data.len() as u64, "f.jsonl", opts);
+        assert_eq!((&whole.entries, &whole.diagnostics), (&streamed.entries, &streamed.diagnostics));
+        assert_eq!(
+            (whole.lines, whole.bad_lines, whole.bytes, &whole.unread_records),
+            (streamed.lines, streamed.bad_lines, streamed.bytes, &streamed.unread_records)
+        );
+        [std::cell::Cell::new(whole), std::cell::Cell::new(streamed)]
+    }
+
+    fn requests_fields_case(all: &ParsedLines<'_>, req: &ParsedLines<'_>) {
+        let compact: Vec<String> = req.entries.iter().map(|e| e.raw.to_compact_string()).collect();
+        assert_eq!(
+            compact[..2],
+            [
+                r#"{"type":"assistant","uuid":"a","message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+                r#"{"type":"user","uuid":"u","message":{"role":"user","content":"q","permissionDecision":1}}"#,
+            ]
+        );
+        assert_eq!(req.entries[0].as_assistant().unwrap().usage, None);
+        assert_eq!(all.entries[0].as_assistant().unwrap().usage.unwrap().input_tokens, 3);
+        for (e, f) in all.entries.iter().zip(&req.entries).skip(2) {
+            assert_eq!(e.raw, f.raw);
+        }
+        for p in [&all, &req] {
+            let params: Vec<&Json<'_>> = p.entries[2..5].iter().map(|e| e.raw.get("params").unwrap()).collect();
+            // One node: the members of the first record's params.
+            let members = |i: usize| params[i].as_object().unwrap().as_ptr();
+            assert_eq!(members(0), members(1));
+            assert_ne!(members(1), members(2));
+            assert_eq!(params[2].get_u64("max_tokens"), Some(64000));
+        }
+        // Read leniently (a number out of range): whole, usage included.
+        assert_eq!(kinds(req), vec![(6, DiagKind::NumberOutOfRange)]);
+        assert!(req.entries[5].as_assistant().unwrap().usage.is_some());
+    }
+
+    /// Reading a file whole and a chunk at a time give the same entries
+    /// and diagnostics, bad lines and escapes included.
+    #[test]
+    fn both_ways_of_reading_agree() {
+        let bump = Bump::new();
+        let data: &[u8] = concat!(
+            "{\"type\":\"user\",\"uuid\":\"a\\nb\",\"x\":\"c\\td\",\"y\":tru}\n",
+            "{\"type\":\"x-new\",\"note\":\"q\\\"uote\\u00e9\"}\n\n  \r\n",
+            "{\"type\":\"api-request\",\"id\":",
+            "\n[1]\n\"s\"\n{\"no\":\"type\"}\n{\"type\":\"\u{e9}\"}\n",
+            "{\"type\":\"assistant\",\"uuid\":\"\\u0062\",\"message\":{\"id\":\"m\\n\",",
+            "\"usage\":{\"input_tokens\":123456789012345678901234567890,\"output_tokens\":7}}}\n",
+            "{\"type\":\"summary\",\"summary\":\"t\\\\u\"}\n{\"type\":\"summary\",\"summ"
+        )
+        .as_bytes();
+        let mut bad = data.to_vec();
+        bad.extend_from_slice(b"\n{\"type\":\"\xff\"}\n");
+        let lines_over_60 = ReadOptions { fields: Fields::Requests, max_line_bytes: 60, ..ReadOptions::default() };
+        use DiagKind::*;
+        let first = [(1, InvalidJson), (2, UnknownType), (5, InvalidJson), (6, NotAnObject), (7, NotAnObject)];
+        let last = [(12, InvalidJson), (13, InvalidUtf8)];
+        for (opts, line_10) in [(ReadOptions::default(), NumberOutOfRange), (lines_over_60, LineTooLong)] {
+            let [whole, _] = both_ways(&bump, &bad, &opts);
+            let want: Vec<(u32, DiagKind)> =
+                first.into_iter().chain([(8, MissingType), (9, UnknownType), (10, line_10)]).chain(last).collect();
+            assert_eq!(kinds(&whole.take()), want);
+        }
+    }
+
+    /// Read a chunk at a time, object keys are copied into the arena once
+    /// each.
+    #[test]
+    fn keys_are_copied_once() {
+        let bump = Bump::new();
+        let data = b"{\"type\":\"summary\"}\n{\"type\":\"summary\"}\n";
+        let p = parse_from(&bump, &data[..], data.len() as u64, "k.jsonl", &ReadOptions::default());
+        let key = |i: usize| p.entries[i].raw.as_object().unwrap()[0].0.as_ptr();
+        assert_eq!(key(0), key(1));
+        let value = |i: usize| p.entries[i].raw.get_str("type").unwrap().as_ptr();
+        assert_ne!(value(0), value(1));
+    }
+
+    /// Pieces of lines for `any_lines_read_the_same_both_ways`.
+    const PIECES: &[&[u8]] = &[
+                br#"{"type":"assistant","message":{"id":"m","usage":{"input_tokens":1},"content":[{"type":"text","text":"a\nb"}]}}"#,
+                br#"{"type":"user","uuid":"\u0075","permissionDecision":{"x":1},"message":{"content":"q\"t"}}"#,
+                br#"{"type":"api-request","id":"r","params":{"max_tokens":1}}"#,
+                br#"{"type":"api-request","#,
+                br#"{"type":"summary","n":1e400,"m":123456789012345678901234567890}"#,
+                b"\xff\xfe", b"[1]", b"", b"  ", b"\r", b"{}", b"{\"type\":\"x\"}",
+            ];
+
+    proptest::proptest! {
+        /// Lines made of transcript pieces (escapes, numbers out of range,
+        /// bad bytes, blank and cut lines) read the same both ways.
+        #[test]
+        fn any_lines_read_the_same_both_ways(
+            pieces in proptest::collection::vec(proptest::sample::select(PIECES), 0..40),
+            ends in proptest::collection::vec(proptest::bool::ANY, 40),
+            max_line_bytes in proptest::sample::select(&[1usize << 30, 70][..]),
+        ) {
+            let mut data = Vec::new();
+            for (i, p) in pieces.iter().enumerate() {
+                data.extend_from_slice(p);
+                if ends[i] || i + 1 < pieces.len() {
+                    data.push(b'\n');
+                }
+            }
+            let bump = Bump::new();
+            for fields in [Fields::All, Fields::Requests] {
+                let opts = ReadOptions { fields, max_line_bytes, ..ReadOptions::default() };
+                both_ways(&bump, &data, &opts);
+            }
+        }
     }
 }

@@ -18,10 +18,10 @@
 //! both reads on the fixtures and the corpora.
 
 use super::lines;
-use super::{InPlace, ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
+use super::{ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::json::tape::TapeValue;
-use crate::json::{Json, LineParser};
+use crate::json::{Json, KeyCache, LineParser};
 use crate::model::entry::{Entry, EntryKind, Usage, type_entry};
 use crate::model::tree::Link;
 use bumpalo::Bump;
@@ -274,13 +274,11 @@ fn scan_with<'a>(
             // Refused by the tape parse: the full read says why (and reads
             // what it still can, a number out of range).
             None => match full_line(
-                parser,
                 bump,
-                InPlace::copied(bump, line.bytes),
                 &line,
+                parser.parse_line(bump, line.bytes, &mut KeyCache::default(), None),
                 display,
-                &mut out.diagnostics,
-                &mut out.bad_lines,
+                (&mut out.diagnostics, &mut out.bad_lines),
             ) {
                 Some(e) => {
                     let link = e.env.uuid.map(|u| (u, e.env.parent_uuid, e.env.logical_parent_uuid));

@@ -8,9 +8,10 @@
 //! bytes. A final line without `\n` is reported by the line splitter, and the
 //! parser turns it into a `truncated_line` diagnostic if it does not parse.
 //!
-//! [`read_padded`] is for the full read, which keeps the bytes (its values
-//! borrow them): the file is read once into the caller's arena, with the
-//! padding the parser needs after it, never mapped.
+//! [`open_snapshot`] is for the full read, up to the size the file had
+//! when opened, never mapped: a small file is read whole into the arena
+//! ([`read_padded`], its values borrow the bytes), a large one a chunk at a
+//! time, each line's tree copying what it keeps.
 //!
 //! [`with_bytes`] is for a reader that keeps nothing of the bytes once read
 //! (the lean read): a stable file under [`READ_BELOW`] is read into a buffer
@@ -129,20 +130,20 @@ pub fn load(path: &Path, opts: &SourceOptions) -> io::Result<Source> {
     map(&file, len).map(Source::Mapped)
 }
 
-/// The bytes of `path` read into `bump`, followed by `pad` bytes (spaces),
-/// for a parser that works where the bytes lie: the returned slice is
-/// `n + pad` long and `n` is the number of bytes read. Always read, never
-/// mapped (a map beside the arena would hold each byte twice), at most the
-/// size seen at open: a file that grew is cut there, one that shrank gives
-/// fewer bytes.
-pub fn read_padded<'a>(
-    path: &Path,
-    opts: &SourceOptions,
-    bump: &'a bumpalo::Bump,
-    pad: usize,
-) -> io::Result<(&'a mut [u8], usize)> {
-    let (mut file, len, _) = open_regular(path, opts)?;
-    let cap = usize::try_from(len)
+/// `path` opened for reading at most the size it had when opened: a file
+/// that grew is cut there, one that shrank gives fewer bytes. Never mapped
+/// (the reader copies what it keeps).
+pub fn open_snapshot(path: &Path, opts: &SourceOptions) -> io::Result<io::Take<File>> {
+    let (file, len, _) = open_regular(path, opts)?;
+    Ok(file.take(len))
+}
+
+/// What `reader` gives (at most its limit) read into `bump`, followed by
+/// `pad` bytes (spaces), for a parser that works where the bytes lie: the
+/// slice is `n + pad` long and `n` is the number of bytes read. Never
+/// mapped (a map beside the arena would hold each byte twice).
+pub fn read_padded(mut reader: io::Take<File>, bump: &bumpalo::Bump, pad: usize) -> io::Result<(&mut [u8], usize)> {
+    let cap = usize::try_from(reader.limit())
         .ok()
         .and_then(|l| l.checked_add(pad))
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file too large to read"))?;
@@ -150,7 +151,7 @@ pub fn read_padded<'a>(
     let want = cap - pad;
     let mut n = 0;
     while n < want {
-        match file.read(&mut buf[n..want]) {
+        match reader.read(&mut buf[n..want]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -236,25 +237,28 @@ mod tests {
         assert!(with_bytes(dir.path(), &stable, &mut buf, |_| ()).is_err());
     }
 
-    /// `read_padded` gives the bytes `load` gives, then the padding;
-    /// an empty file gives the padding alone; errors are `load`'s.
+    /// `open_snapshot` gives the bytes `load` gives, at most the size at
+    /// open (a file that grew after is cut there); errors are `load`'s.
     #[test]
-    fn read_padded_reads_into_the_arena_with_padding() {
+    fn open_snapshot_reads_the_size_seen_at_open() {
         let dir = tempfile::tempdir().unwrap();
         let (p, e) = (dir.path().join("s.jsonl"), dir.path().join("e.jsonl"));
         std::fs::write(&p, b"{\"type\":\"user\"}\n{}").unwrap();
         std::fs::File::create(&e).unwrap();
-        let bump = bumpalo::Bump::new();
         for opts in [SourceOptions::default(), SourceOptions { live_window: Duration::ZERO, no_mmap: false }] {
-            let (buf, n) = read_padded(&p, &opts, &bump, 8).unwrap();
-            assert_eq!(&buf[..n], &*load(&p, &opts).unwrap());
-            assert_eq!(&buf[n..], b"        ");
-            let (buf, n) = read_padded(&e, &opts, &bump, 4).unwrap();
-            assert_eq!((n, &*buf), (0, &b"    "[..]));
+            let mut got = Vec::new();
+            let mut r = open_snapshot(&p, &opts).unwrap();
+            std::fs::OpenOptions::new().append(true).open(&p).unwrap().write_all(b"\n{\"grown\":1}\n").unwrap();
+            r.read_to_end(&mut got).unwrap();
+            assert_eq!(got, b"{\"type\":\"user\"}\n{}");
+            std::fs::write(&p, b"{\"type\":\"user\"}\n{}").unwrap();
+            got.clear();
+            open_snapshot(&e, &opts).unwrap().read_to_end(&mut got).unwrap();
+            assert!(got.is_empty());
         }
-        let err = read_padded(&dir.path().join("nope.jsonl"), &SourceOptions::default(), &bump, 8).err().unwrap();
+        let err = open_snapshot(&dir.path().join("nope.jsonl"), &SourceOptions::default()).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
-        assert!(read_padded(dir.path(), &SourceOptions::default(), &bump, 8).is_err());
+        assert!(open_snapshot(dir.path(), &SourceOptions::default()).is_err());
     }
 
     #[test]

@@ -1,11 +1,16 @@
 //! Arena-allocated JSON values built from simd-json's tape.
 //!
-//! A line is copied once into the per-file [`Bump`] arena with simd-json's
-//! padding after it, parsed in place (`fill_tape_padded`: strings are unescaped
-//! inside that copy), and the tape is turned into a [`Json`] tree whose slices
-//! live in the same arena. Strings are `&'a str` borrowed from the arena copy:
-//! no per-string heap allocation. Object keys keep their document order (and
-//! duplicates), which later stages need to re-serialize a body byte for byte.
+//! A line that lies in the per-file [`Bump`] arena (a small file read whole
+//! into it, or a line [`LineParser::parse`] copied there with simd-json's
+//! padding) is parsed in place ([`LineParser::parse_in_arena`]:
+//! `fill_tape_padded` unescapes strings inside it) and its tree's strings
+//! are borrowed from it. A line that lies outside (a chunk of a large file)
+//! is parsed in the parser's scratch buffer ([`LineParser::parse_line`])
+//! and its tree's strings are copied into the arena, object keys once each
+//! through a [`KeyCache`]: the arena then holds what the tree keeps, not
+//! the line. Either way no string is a heap allocation of its own, and
+//! object keys keep their document order (and duplicates), which later
+//! stages need to re-serialize a body byte for byte.
 
 pub mod diff;
 mod numbers;
@@ -281,7 +286,7 @@ impl LineParser {
     pub fn parse<'a>(&mut self, bump: &'a Bump, line: &[u8]) -> Result<Json<'a>, ParseFailure> {
         let len = line.len();
         let buf = Self::copy(bump, line);
-        let result = self.parse_in_place(bump, buf, len, None);
+        let result = self.parse_in_place(bump, buf, len, None, None);
         self.after(len);
         result.map_err(|(msg, _)| Self::failure(line, msg))
     }
@@ -298,44 +303,103 @@ impl LineParser {
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
         let len = line.len();
         let buf = Self::copy(bump, line);
-        self.parse_lenient_at(bump, buf, len, line)
+        let result = match self.parse_in_place(bump, buf, len, None, None) {
+            Ok(v) => Ok((v, Vec::new())),
+            Err((msg, true)) => self.lenient_numbers(bump, line, msg),
+            Err((msg, false)) => Err(msg),
+        };
+        self.after(len);
+        result.map_err(|msg| Self::failure(line, msg))
+    }
+
+    /// [`LineParser::parse_lenient`] of a line that lies outside the
+    /// arena (a reader's buffer): it is parsed in this parser's scratch
+    /// buffer and the tree's strings are copied into `bump` (keys through
+    /// `strings`, once per distinct key), so the arena holds what the tree
+    /// keeps and not the line. The tree follows `rules`; a line read
+    /// leniently (numbers out of range) is built whole, from a copy of it
+    /// in `bump`.
+    pub fn parse_line<'a>(
+        &mut self,
+        bump: &'a Bump,
+        line: &[u8],
+        strings: &mut KeyCache<'a>,
+        rules: Option<&mut TreeRules<'a>>,
+    ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
+        let len = line.len();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(line);
+        scratch.resize(len + simd_json::INPUT_PADDING, b' ');
+        let mut tape: Tape<'_> = match self.tape.take() {
+            Some(t) => t.reset(),
+            None => Tape::null(),
+        };
+        let first = match simd_json::fill_tape_padded(&mut scratch, len, &mut self.buffers, &mut tape) {
+            Ok(()) => {
+                let sink = Copied { bump, keys: strings };
+                let mut builder =
+                    Builder { nodes: &tape.0, pos: 0, bump, track: None, rules, depth: 0, parent: "", strings: sink };
+                builder.value().ok_or_else(|| ("empty document".to_string(), false))
+            }
+            Err(e) => Err((e.to_string(), is_number_error(&e))),
+        };
+        self.tape = Some(tape.reset());
+        if len > SHRINK_AFTER {
+            scratch = Vec::new();
+        }
+        self.scratch = scratch;
+        let result = match first {
+            Ok(v) => Ok((v, Vec::new())),
+            Err((msg, true)) => self.lenient_numbers(bump, line, msg),
+            Err((msg, false)) => Err(msg),
+        };
+        self.after(len);
+        result.map_err(|msg| Self::failure(line, msg))
     }
 
     /// [`LineParser::parse_lenient`] of the line `buf[..len]` where it
-    /// lies, with no copy: `buf` holds at least [`PADDING`]
-    /// bytes after it, of any content, which the parse leaves unchanged (so
-    /// they can be the next lines of the file). Strings are unescaped in
-    /// place, so a failed parse can leave `buf[..len]` changed: `original`
-    /// is the line as it was, for the error and the lenient second parse
-    /// (which copies it into `bump`).
-    pub fn parse_lenient_at<'a>(
+    /// lies in the arena, with no copy, its tree by `rules`: `buf` holds at
+    /// least [`PADDING`] bytes after it, of any content, which the parse
+    /// leaves unchanged (so they can be the next lines of the file).
+    /// Strings are unescaped in place and borrowed from there, so a failed
+    /// parse can leave `buf[..len]` changed: `original` is the line as it
+    /// was, for the error and the lenient second parse.
+    pub fn parse_in_arena<'a>(
         &mut self,
         bump: &'a Bump,
         buf: &'a mut [u8],
         len: usize,
         original: &[u8],
+        rules: Option<&mut TreeRules<'a>>,
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
-        let result = match self.parse_in_place(bump, buf, len, None) {
+        let result = match self.parse_in_place(bump, buf, len, None, rules) {
             Ok(v) => Ok((v, Vec::new())),
-            Err((msg, true)) => match numbers::replacements(original) {
-                // The failed parse may have unescaped strings in place: a
-                // fresh copy, with the numbers replaced.
-                Some(reps) => {
-                    let buf = Self::copy(bump, original);
-                    numbers::apply(buf, &reps);
-                    let mut track = numbers::Track::new(reps);
-                    match self.parse_in_place(bump, buf, len, Some(&mut track)) {
-                        Ok(v) if track.complete() => Ok((v, track.found)),
-                        Ok(_) => Err(msg),
-                        Err((again, _)) => Err(again),
-                    }
-                }
-                None => Err(msg),
-            },
+            Err((msg, true)) => self.lenient_numbers(bump, original, msg),
             Err((msg, false)) => Err(msg),
         };
         self.after(len);
         result.map_err(|msg| Self::failure(original, msg))
+    }
+
+    /// The second, lenient parse of `line`, which simd-json refused for a
+    /// number (`msg`): the numbers no 64-bit type holds replaced, in a copy
+    /// in `bump`, and put back as JavaScript reads them.
+    fn lenient_numbers<'a>(
+        &mut self,
+        bump: &'a Bump,
+        line: &[u8],
+        msg: String,
+    ) -> Result<(Json<'a>, Vec<OutOfRange>), String> {
+        let Some(reps) = numbers::replacements(line) else { return Err(msg) };
+        let buf = Self::copy(bump, line);
+        numbers::apply(buf, &reps);
+        let mut track = numbers::Track::new(reps);
+        match self.parse_in_place(bump, buf, line.len(), Some(&mut track), None) {
+            Ok(v) if track.complete() => Ok((v, track.found)),
+            Ok(_) => Err(msg),
+            Err((again, _)) => Err(again),
+        }
     }
 
     /// `line` copied into `bump` with simd-json's padding after it.
@@ -365,6 +429,7 @@ impl LineParser {
         buf: &'a mut [u8],
         len: usize,
         track: Option<&mut numbers::Track<'a>>,
+        rules: Option<&mut TreeRules<'a>>,
     ) -> Result<Json<'a>, (String, bool)> {
         // The tape's allocation is recycled across lines: `reset` clears it and
         // forgets the previous input's lifetime.
@@ -375,36 +440,181 @@ impl LineParser {
         let outcome = simd_json::fill_tape_padded(buf, len, &mut self.buffers, &mut tape);
         let value = match outcome {
             Ok(()) => {
-                let mut builder = Builder { nodes: &tape.0, pos: 0, bump, track };
+                let mut builder =
+                    Builder { nodes: &tape.0, pos: 0, bump, track, rules, depth: 0, parent: "", strings: Borrowed };
                 builder.value().ok_or_else(|| ("empty document".to_string(), false))
             }
-            Err(e) => {
-                let number =
-                    matches!(e.error(), simd_json::ErrorType::InvalidNumber | simd_json::ErrorType::InvalidExponent);
-                Err((e.to_string(), number))
-            }
+            Err(e) => Err((e.to_string(), is_number_error(&e))),
         };
         self.tape = Some(tape.reset());
         value
     }
 }
 
+/// simd-json refused a number (one no 64-bit type holds).
+fn is_number_error(e: &simd_json::Error) -> bool {
+    matches!(e.error(), simd_json::ErrorType::InvalidNumber | simd_json::ErrorType::InvalidExponent)
+}
+
+/// Where a tree's strings come from: `'i` is the parsed line's, `'a` the
+/// arena's.
+trait Strings<'i, 'a> {
+    fn key(&mut self, s: &'i str) -> &'a str;
+    fn value(&mut self, s: &'i str) -> &'a str;
+}
+
+/// The line lies in the arena: its strings are used where they are.
+struct Borrowed;
+
+impl<'i: 'a, 'a> Strings<'i, 'a> for Borrowed {
+    #[inline]
+    fn key(&mut self, s: &'i str) -> &'a str {
+        s
+    }
+    #[inline]
+    fn value(&mut self, s: &'i str) -> &'a str {
+        s
+    }
+}
+
+/// The line lies outside the arena: its strings are copied into it.
+struct Copied<'r, 'a> {
+    bump: &'a Bump,
+    keys: &'r mut KeyCache<'a>,
+}
+
+impl<'i, 'a> Strings<'i, 'a> for Copied<'_, 'a> {
+    #[inline]
+    fn key(&mut self, s: &'i str) -> &'a str {
+        self.keys.get(self.bump, s)
+    }
+    #[inline]
+    fn value(&mut self, s: &'i str) -> &'a str {
+        if s.is_empty() { "" } else { self.bump.alloc_str(s) }
+    }
+}
+
+/// Object keys already copied into an arena, so that the thousands of
+/// lines of a file that share a few dozen keys hold each once: a small
+/// direct-mapped cache (a key it no longer holds is copied again).
+#[derive(Debug)]
+pub struct KeyCache<'a> {
+    slots: Box<[&'a str; KEY_SLOTS]>,
+}
+
+const KEY_SLOTS: usize = 512;
+
+/// A key's slot: a hash of its length and its first and last 8 bytes
+/// (what tells a transcript's keys apart), cheaper than hashing it all.
+#[inline]
+fn key_slot(b: &[u8]) -> usize {
+    let word = |b: &[u8]| b.iter().fold(0u64, |h, &x| h << 8 | u64::from(x));
+    let (head, tail) = (&b[..b.len().min(8)], &b[b.len().saturating_sub(8)..]);
+    let h = (word(head) ^ word(tail).rotate_left(29) ^ b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> 55) as usize % KEY_SLOTS
+}
+
+impl Default for KeyCache<'_> {
+    fn default() -> Self {
+        KeyCache { slots: Box::new([""; KEY_SLOTS]) }
+    }
+}
+
+impl<'a> KeyCache<'a> {
+    /// `s` in `bump`: the copy made for an earlier key equal to it, or a new one.
+    #[inline]
+    pub fn get(&mut self, bump: &'a Bump, s: &str) -> &'a str {
+        if s.is_empty() {
+            return "";
+        }
+        let slot = &mut self.slots[key_slot(s.as_bytes())];
+        if *slot != s {
+            *slot = bump.alloc_str(s);
+        }
+        slot
+    }
+}
+
+/// How many values of `share` members [`TreeRules`] remembers.
+const SHARED_RECENT: usize = 8;
+
+/// The tree of a line for a reader that needs less than all of it, for the
+/// lines of one file: members no reader of the run looks at are left out,
+/// and a root member whose value equals one an earlier line had (the same
+/// `params` on every request record) is that line's node, built once.
+#[derive(Debug, Default)]
+pub struct TreeRules<'a> {
+    /// Paths of one or two keys from the root.
+    skip: &'static [&'static [&'static str]],
+    /// Keys of root members.
+    share: &'static [&'static str],
+    /// Values of `share` members seen, the most recent last.
+    recent: Vec<(&'static str, Json<'a>)>,
+}
+
+impl<'a> TreeRules<'a> {
+    pub fn new(skip: &'static [&'static [&'static str]], share: &'static [&'static str]) -> Self {
+        TreeRules { skip, share, recent: Vec::new() }
+    }
+
+    /// Whether the member `key` of the object at `depth` (under the root
+    /// member `parent` at depth 1) is left out.
+    fn skips(&self, depth: u32, parent: &str, key: &str) -> bool {
+        self.skip.iter().any(|p| match (depth, *p) {
+            (0, [k]) => *k == key,
+            (1, [q, k]) => *q == parent && *k == key,
+            _ => false,
+        })
+    }
+
+    /// `key`'s `&'static` name when it is shared.
+    fn shared_key(&self, key: &str) -> Option<&'static str> {
+        self.share.iter().copied().find(|k| *k == key)
+    }
+
+    /// A value remembered under `key` that `v` equals.
+    fn find(&self, key: &str, v: tape::TapeValue<'_, '_>) -> Option<Json<'a>> {
+        self.recent.iter().rev().find(|(k, old)| *k == key && v.equals(old)).map(|(_, old)| *old)
+    }
+
+    fn remember(&mut self, key: &'static str, v: Json<'a>) {
+        if self.recent.len() == SHARED_RECENT {
+            self.recent.remove(0);
+        }
+        self.recent.push((key, v));
+    }
+}
+
 /// Walks the tape in document order and allocates the tree in the arena.
 /// With `track` (a line whose out-of-range numbers were replaced by
-/// `null`), it puts their values back and notes their paths.
-struct Builder<'t, 'a, 'r> {
-    nodes: &'t [Node<'a>],
+/// `null`), it puts their values back and notes their paths; with `rules`,
+/// it builds the root's members (and theirs) by them.
+struct Builder<'t, 'i, 'a, 'r, S> {
+    nodes: &'t [Node<'i>],
     pos: usize,
     bump: &'a Bump,
     track: Option<&'r mut numbers::Track<'a>>,
+    rules: Option<&'r mut TreeRules<'a>>,
+    /// Depth of the value being built (the root is 0).
+    depth: u32,
+    /// The key of the root member the value is in (depth 1 and below).
+    parent: &'a str,
+    strings: S,
 }
 
-impl<'a> Builder<'_, 'a, '_> {
+impl<'i, 'a, S: Strings<'i, 'a>> Builder<'_, 'i, 'a, '_, S> {
     fn value(&mut self) -> Option<Json<'a>> {
         let node = *self.nodes.get(self.pos)?;
+        if let Node::Object { len, .. } = node
+            && self.depth < 2
+            && self.rules.is_some()
+        {
+            self.pos += 1;
+            return Some(self.object_by_rules(len));
+        }
         self.pos += 1;
         Some(match node {
-            Node::String(s) => Json::Str(s),
+            Node::String(s) => Json::Str(self.strings.value(s)),
             Node::Static(StaticNode::Null) => match self.track.as_deref_mut() {
                 Some(t) => t.null(),
                 None => Json::Null,
@@ -412,19 +622,22 @@ impl<'a> Builder<'_, 'a, '_> {
             Node::Static(s) => scalar(s),
             Node::Array { len, .. } => {
                 let bump = self.bump;
+                // Its items are a level down (what the rules count).
+                self.depth += 1;
                 let items = bump.alloc_slice_fill_with(len, |i| {
                     self.enter(numbers::Seg::Index(i));
                     let v = self.value().unwrap_or(Json::Null);
                     self.leave();
                     v
                 });
+                self.depth -= 1;
                 Json::Arr(items)
             }
             Node::Object { len, .. } => {
                 let bump = self.bump;
                 let members = bump.alloc_slice_fill_with(len, |_| {
                     let key = match self.nodes.get(self.pos) {
-                        Some(Node::String(k)) => *k,
+                        Some(Node::String(k)) => self.strings.key(k),
                         _ => "",
                     };
                     self.pos += 1;
@@ -436,6 +649,43 @@ impl<'a> Builder<'_, 'a, '_> {
                 Json::Obj(members)
             }
         })
+    }
+
+    /// The members of an object at depth 0 or 1, by the rules.
+    fn object_by_rules(&mut self, len: usize) -> Json<'a> {
+        let mut members: smallvec::SmallVec<[(&'a str, Json<'a>); 32]> = smallvec::SmallVec::new();
+        let (depth, parent) = (self.depth, self.parent);
+        for _ in 0..len {
+            let key = match self.nodes.get(self.pos) {
+                Some(Node::String(k)) => self.strings.key(k),
+                _ => "",
+            };
+            self.pos += 1;
+            let Some(node) = self.nodes.get(self.pos) else { break };
+            let Some(rules) = self.rules.as_deref() else { break };
+            if rules.skips(depth, parent, key) {
+                self.pos += tape::span(node);
+                continue;
+            }
+            let shared = if depth == 0 { rules.shared_key(key) } else { None };
+            if let Some(shared) = shared {
+                let at = tape::TapeValue::root(&self.nodes[self.pos..]);
+                if let Some(v) = at.and_then(|at| rules.find(shared, at)) {
+                    self.pos += tape::span(node);
+                    members.push((key, v));
+                    continue;
+                }
+            }
+            self.depth = depth + 1;
+            self.parent = if depth == 0 { key } else { parent };
+            let v = self.value().unwrap_or(Json::Null);
+            (self.depth, self.parent) = (depth, parent);
+            if let (Some(shared), Some(rules)) = (shared, self.rules.as_deref_mut()) {
+                rules.remember(shared, v);
+            }
+            members.push((key, v));
+        }
+        Json::Obj(self.bump.alloc_slice_copy(&members))
     }
 
     #[inline]

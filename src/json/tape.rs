@@ -13,7 +13,7 @@ pub struct TapeValue<'t, 'i> {
 }
 
 /// Nodes a value takes on the tape, its own included.
-fn span(node: &Node<'_>) -> usize {
+pub(super) fn span(node: &Node<'_>) -> usize {
     match node {
         Node::Object { count, .. } | Node::Array { count, .. } => count + 1,
         _ => 1,
@@ -92,6 +92,39 @@ impl<'t, 'i> TapeValue<'t, 'i> {
     /// As [`Json::get_str`].
     pub fn get_str(&self, key: &str) -> Option<&'i str> {
         self.get(key).and_then(|v| v.as_str())
+    }
+
+    /// True when `v` is the tree this value would become: the same
+    /// members in the same order, the same items, equal scalars.
+    pub fn equals(&self, v: &Json<'_>) -> bool {
+        match (self.nodes.first(), v) {
+            (Some(Node::String(s)), Json::Str(t)) => s == t,
+            (Some(Node::Static(s)), _) => super::scalar(*s) == *v,
+            (Some(&Node::Array { len, .. }), Json::Arr(items)) => {
+                len == items.len() && self.items().zip(items.iter()).all(|(a, b)| a.equals(b))
+            }
+            (Some(&Node::Object { len, .. }), Json::Obj(members)) => {
+                len == members.len()
+                    && self.members().zip(members.iter()).all(|((k, a), (l, b))| k == *l && a.equals(b))
+            }
+            _ => false,
+        }
+    }
+
+    /// The items of an array in order (none for anything else).
+    fn items(&self) -> impl Iterator<Item = TapeValue<'t, 'i>> + use<'t, 'i> {
+        let nodes = self.nodes;
+        let len = match nodes.first() {
+            Some(&Node::Array { len, .. }) => len,
+            _ => 0,
+        };
+        let mut i = 1;
+        (0..len).map_while(move |_| {
+            let n = span(nodes.get(i)?);
+            let v = TapeValue { nodes: nodes.get(i..i + n)? };
+            i += n;
+            Some(v)
+        })
     }
 }
 

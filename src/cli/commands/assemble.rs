@@ -9,7 +9,9 @@ use std::time::Instant;
 
 pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
     let start = Instant::now();
-    let Input { mut disc, run, shard } = Input::resolve(&args.input)?;
+    let Input { mut disc, mut run, shard } = Input::resolve(&args.input)?;
+    // Building requests reads no usage: its lines' trees are smaller.
+    run.read.fields = ctxasm::input::Fields::Requests;
     if let Some(s) = &shard {
         eprintln!("ctxasm: {}", s.describe(&disc));
     }
