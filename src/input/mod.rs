@@ -9,7 +9,7 @@ pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
 use crate::json::{Json, KeyCache, LineParser, OutOfRange, PADDING, ParseFailure, TreeRules};
-use crate::model::entry::{Entry, EntryKind, type_entry};
+use crate::model::entry::{ENVELOPE_KEYS, Entry, EntryKind, type_entry_with};
 use bumpalo::Bump;
 use source::SourceOptions;
 use std::cell::RefCell;
@@ -42,7 +42,9 @@ pub enum Fields {
     All,
     /// What building requests reads (`assemble`, `verify`): without an
     /// assistant line's `message.usage` (its [`AssistantEntry::usage`] is
-    /// `None`) and a user line's `permissionDecision`.
+    /// `None`) and a user line's `permissionDecision`; the root members of
+    /// [`ENVELOPE_KEYS`] are typed into [`Entry::env`] and not in
+    /// [`Entry::raw`].
     ///
     /// [`AssistantEntry::usage`]: crate::model::entry::AssistantEntry::usage
     Requests,
@@ -52,8 +54,8 @@ impl Fields {
     fn rules<'a>(self) -> TreeRules<'a> {
         const SHARE: &[&str] = &["params"];
         match self {
-            Fields::All => TreeRules::new(&[], SHARE),
-            Fields::Requests => TreeRules::new(&[&["message", "usage"], &["permissionDecision"]], SHARE),
+            Fields::All => TreeRules::new(&[], SHARE, &[]),
+            Fields::Requests => TreeRules::new(&[&["message", "usage"], &["permissionDecision"]], SHARE, ENVELOPE_KEYS),
         }
     }
 }
@@ -106,9 +108,11 @@ impl<'a> ParsedLines<'a> {
         bump: &'a Bump,
         line: &lines::Line<'_>,
         parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
+        envelope: &[(&str, Json<'a>)],
         display: &str,
     ) {
-        if let Some(entry) = full_line(bump, line, parsed, display, (&mut self.diagnostics, &mut self.bad_lines)) {
+        let lines = (&mut self.diagnostics, &mut self.bad_lines);
+        if let Some(entry) = full_line(bump, line, parsed, envelope, display, lines) {
             if self.unread_records.last() == Some(&line.number) {
                 self.unread_records.pop();
             }
@@ -199,7 +203,7 @@ fn parse_in_arena<'a>(
         // (the padding after it is read, and left as it was).
         let here: &'a mut [u8] = unsafe { std::slice::from_raw_parts_mut(base.add(start), total - start) };
         let parsed = parser.parse_in_arena(bump, here, len, &original, Some(&mut rules));
-        out.push(bump, &line, parsed, display);
+        out.push(bump, &line, parsed, rules.taken(), display);
     }
     out.finish(display)
 }
@@ -237,7 +241,7 @@ fn parse_with<'a>(
             return;
         }
         let parsed = parser.parse_line(bump, line.bytes, &mut keys, Some(&mut rules));
-        out.push(bump, &line, parsed, display);
+        out.push(bump, &line, parsed, rules.taken(), display);
     });
     match read {
         Ok(n) => out.bytes = n,
@@ -323,7 +327,8 @@ fn too_long(line: &lines::Line<'_>, display: &str, opts: &ReadOptions, diags: &m
     true
 }
 
-/// One line read in full (`parsed`: its tree, or why not) and typed.
+/// One line read in full (`parsed`: its tree, or why not; `envelope`: the
+/// members [`TreeRules`] took out of it) and typed.
 /// `None` when it gives no entry, with the diagnostic that says why (and
 /// the bad line counted); numbers read out of range and an unknown type are
 /// reported either way.
@@ -331,6 +336,7 @@ fn full_line<'a>(
     bump: &'a Bump,
     line: &lines::Line<'_>,
     parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
+    envelope: &[(&str, Json<'a>)],
     display: &str,
     (diags, bad_lines): (&mut Vec<Diagnostic>, &mut u32),
 ) -> Option<Entry<'a>> {
@@ -361,7 +367,7 @@ fn full_line<'a>(
         diags.push(not_an_object(display, line.number, value));
         return None;
     }
-    match type_entry(bump, line.number, value, line.bytes) {
+    match type_entry_with(bump, line.number, value, line.bytes, envelope) {
         Some(entry) => {
             if matches!(entry.kind, EntryKind::Unknown { .. }) {
                 diags.push(unknown_type(display, line.number, entry.type_name));
@@ -628,16 +634,17 @@ mod tests {
         assert_eq!(p.bytes, data.len() as u64);
     }
 
-    /// `Fields::Requests` leaves an assistant line's usage and a user
-    /// line's permission decision out of their trees, and nothing else; a
+    /// `Fields::Requests` leaves an assistant line's usage, a user line's
+    /// permission decision and the envelope members (typed into
+    /// `Entry::env`) out of their trees, and nothing else; a
     /// record's `params` equal to an earlier record's is that record's node
     /// under either; a line read leniently is read whole.
     #[test]
     fn requests_fields_leave_out_what_requests_never_read() {
         let data = concat!(
-            r#"{"type":"assistant","uuid":"a","message":{"id":"m","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+            r#"{"type":"assistant","uuid":"a","isSidechain":true,"message":{"id":"m","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}]},"usage":2,"uuid":"second"}"#,
             "\n",
-            r#"{"type":"user","uuid":"u","permissionDecision":{"allow":true},"message":{"role":"user","content":"q","permissionDecision":1}}"#,
+            r#"{"type":"user","uuid":"u","sessionId":"s","cwd":"/p","permissionDecision":{"allow":true},"message":{"role":"user","content":"q","permissionDecision":1}}"#,
             "\n",
             r#"{"type":"api-request","id":"r1","params":{"max_tokens":32000,"thinking":{"type":"adaptive"}}}"#,
             "\n",
@@ -677,10 +684,17 @@ mod tests {
         assert_eq!(
             compact[..2],
             [
-                r#"{"type":"assistant","uuid":"a","message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
-                r#"{"type":"user","uuid":"u","message":{"role":"user","content":"q","permissionDecision":1}}"#,
+                r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+                r#"{"type":"user","message":{"role":"user","content":"q","permissionDecision":1}}"#,
             ]
         );
+        // The envelope is typed from the members taken out of the tree,
+        // the first of a key as before.
+        for (e, f) in all.entries.iter().zip(&req.entries) {
+            assert_eq!(e.env, f.env);
+        }
+        assert_eq!((req.entries[0].env.uuid, req.entries[0].env.is_sidechain), (Some("a"), true));
+        assert_eq!((req.entries[1].env.session_id, req.entries[1].env.cwd), (Some("s"), Some("/p")));
         assert_eq!(req.entries[0].as_assistant().unwrap().usage, None);
         assert_eq!(all.entries[0].as_assistant().unwrap().usage.unwrap().input_tokens, 3);
         for (e, f) in all.entries.iter().zip(&req.entries).skip(2) {

@@ -277,6 +277,7 @@ fn scan_with<'a>(
                 bump,
                 &line,
                 parser.parse_line(bump, line.bytes, &mut KeyCache::default(), None),
+                &[],
                 display,
                 (&mut out.diagnostics, &mut out.bad_lines),
             ) {

@@ -326,6 +326,10 @@ impl LineParser {
         strings: &mut KeyCache<'a>,
         rules: Option<&mut TreeRules<'a>>,
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
+        let mut rules = rules;
+        if let Some(r) = rules.as_deref_mut() {
+            r.start_line();
+        }
         let len = line.len();
         let mut scratch = std::mem::take(&mut self.scratch);
         scratch.clear();
@@ -371,8 +375,11 @@ impl LineParser {
         buf: &'a mut [u8],
         len: usize,
         original: &[u8],
-        rules: Option<&mut TreeRules<'a>>,
+        mut rules: Option<&mut TreeRules<'a>>,
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
+        if let Some(r) = rules.as_deref_mut() {
+            r.start_line();
+        }
         let result = match self.parse_in_place(bump, buf, len, None, rules) {
             Ok(v) => Ok((v, Vec::new())),
             Err((msg, true)) => self.lenient_numbers(bump, original, msg),
@@ -542,19 +549,47 @@ const SHARED_RECENT: usize = 8;
 /// lines of one file: members no reader of the run looks at are left out,
 /// and a root member whose value equals one an earlier line had (the same
 /// `params` on every request record) is that line's node, built once.
+///
+/// Root members whose keys are in `take` are taken out of the tree into
+/// [`TreeRules::taken`] (the last line's, in document order), for a reader
+/// that types them once and never looks them up again.
 #[derive(Debug, Default)]
 pub struct TreeRules<'a> {
     /// Paths of one or two keys from the root.
     skip: &'static [&'static [&'static str]],
     /// Keys of root members.
     share: &'static [&'static str],
+    /// Keys of root members.
+    take: &'static [&'static str],
     /// Values of `share` members seen, the most recent last.
     recent: Vec<(&'static str, Json<'a>)>,
+    taken: Vec<(&'static str, Json<'a>)>,
 }
 
 impl<'a> TreeRules<'a> {
-    pub fn new(skip: &'static [&'static [&'static str]], share: &'static [&'static str]) -> Self {
-        TreeRules { skip, share, recent: Vec::new() }
+    pub fn new(
+        skip: &'static [&'static [&'static str]],
+        share: &'static [&'static str],
+        take: &'static [&'static str],
+    ) -> Self {
+        TreeRules { skip, share, take, recent: Vec::new(), taken: Vec::new() }
+    }
+
+    /// The root members the last line built by these rules had under a
+    /// `take` key, in document order (none for a line built whole: read
+    /// leniently, or not an object).
+    pub fn taken(&self) -> &[(&'static str, Json<'a>)] {
+        &self.taken
+    }
+
+    /// Forget the last line's taken members (a line about to be parsed).
+    pub fn start_line(&mut self) {
+        self.taken.clear();
+    }
+
+    /// `key`'s `&'static` name when it is taken.
+    fn taken_key(&self, key: &str) -> Option<&'static str> {
+        self.take.iter().copied().find(|k| *k == key)
     }
 
     /// Whether the member `key` of the object at `depth` (under the root
@@ -667,6 +702,17 @@ impl<'i, 'a, S: Strings<'i, 'a>> Builder<'_, 'i, 'a, '_, S> {
                 self.pos += tape::span(node);
                 continue;
             }
+            if let Some(taken) = if depth == 0 { rules.taken_key(key) } else { None } {
+                self.depth = 1;
+                self.parent = key;
+                let v = self.value().unwrap_or(Json::Null);
+                (self.depth, self.parent) = (depth, parent);
+                if let Some(rules) = self.rules.as_deref_mut() {
+                    rules.taken.push((taken, v));
+                }
+                continue;
+            }
+            let Some(rules) = self.rules.as_deref() else { break };
             let shared = if depth == 0 { rules.shared_key(key) } else { None };
             if let Some(shared) = shared {
                 let at = tape::TapeValue::root(&self.nodes[self.pos..]);

@@ -268,19 +268,54 @@ fn str_list<'a>(bump: &'a Bump, v: Option<&'a Json<'a>>) -> &'a [&'a str] {
 /// unknown types). Returns `None` when the value is not an object with a
 /// string `type`.
 pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[u8]) -> Option<Entry<'a>> {
+    type_entry_with(bump, line, raw, raw_line, &[])
+}
+
+/// The members of a line's root that [`Envelope`] holds: a reader that needs
+/// only the envelope of them can leave them out of the line's tree and hand
+/// them to [`type_entry_with`].
+pub const ENVELOPE_KEYS: &[&str] = &[
+    "uuid",
+    "parentUuid",
+    "logicalParentUuid",
+    "sessionId",
+    "timestamp",
+    "cwd",
+    "version",
+    "gitBranch",
+    "agentId",
+    "isSidechain",
+    "isMeta",
+];
+
+/// [`type_entry`] of a line whose [`ENVELOPE_KEYS`] members (some or all)
+/// were taken out of `raw` into `envelope` (in document order): the first
+/// of a key there or in `raw` counts, as [`Json::get`] reads it.
+pub fn type_entry_with<'a>(
+    bump: &'a Bump,
+    line: u32,
+    raw: &'a Json<'a>,
+    raw_line: &[u8],
+    envelope: &[(&str, Json<'a>)],
+) -> Option<Entry<'a>> {
     let type_name = raw.get_str("type")?;
+    let member = |k: &str| -> Option<Json<'a>> {
+        envelope.iter().find(|(key, _)| *key == k).map(|(_, v)| *v).or_else(|| raw.get(k).copied())
+    };
+    let text = |k: &str| member(k).and_then(|v| v.as_str());
+    let flag = |k: &str| matches!(member(k), Some(Json::Bool(true)));
     let env = Envelope {
-        uuid: raw.get_str("uuid"),
-        parent_uuid: raw.get_str("parentUuid"),
-        logical_parent_uuid: raw.get_str("logicalParentUuid"),
-        session_id: raw.get_str("sessionId"),
-        timestamp: raw.get_str("timestamp"),
-        cwd: raw.get_str("cwd"),
-        version: raw.get_str("version"),
-        git_branch: raw.get_str("gitBranch"),
-        agent_id: raw.get_str("agentId"),
-        is_sidechain: raw.get_bool("isSidechain").unwrap_or(false),
-        is_meta: raw.get_bool("isMeta").unwrap_or(false),
+        uuid: text("uuid"),
+        parent_uuid: text("parentUuid"),
+        logical_parent_uuid: text("logicalParentUuid"),
+        session_id: text("sessionId"),
+        timestamp: text("timestamp"),
+        cwd: text("cwd"),
+        version: text("version"),
+        git_branch: text("gitBranch"),
+        agent_id: text("agentId"),
+        is_sidechain: flag("isSidechain"),
+        is_meta: flag("isMeta"),
     };
     let s = |k: &str| raw.get_str(k);
     let kind = match type_name {
