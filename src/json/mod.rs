@@ -49,7 +49,7 @@ pub(crate) fn scalar(s: StaticNode) -> Json<'static> {
     }
 }
 
-/// The bytes [`LineParser::parse_lenient_at`] needs after a line (any
+/// The bytes [`LineParser::parse_in_arena`] needs after a line (any
 /// content).
 pub const PADDING: usize = simd_json::INPUT_PADDING;
 
