@@ -48,6 +48,9 @@ pub enum Fields {
     ///
     /// [`AssistantEntry::usage`]: crate::model::entry::AssistantEntry::usage
     Requests,
+    /// [`Fields::Requests`] with an assistant line's `message.usage` (the
+    /// modeled `cost`, which builds requests and reads their usage).
+    RequestsAndUsage,
 }
 
 impl Fields {
@@ -56,6 +59,7 @@ impl Fields {
         match self {
             Fields::All => TreeRules::new(&[], SHARE, &[]),
             Fields::Requests => TreeRules::new(&[&["message", "usage"], &["permissionDecision"]], SHARE, ENVELOPE_KEYS),
+            Fields::RequestsAndUsage => TreeRules::new(&[&["permissionDecision"]], SHARE, ENVELOPE_KEYS),
         }
     }
 }

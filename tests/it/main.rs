@@ -10,6 +10,7 @@ mod cost_model;
 mod cost_sim;
 mod cost_usage;
 mod cost_views;
+mod fields;
 mod hostile_input;
 mod ladder;
 mod ladder_late;

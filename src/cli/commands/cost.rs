@@ -204,7 +204,9 @@ fn modeled(
     }
     let bar = progress::reading(&disc);
     let tick = progress::ticker(&bar);
-    let run = ctxasm::corpus::RunOptions { progress: Some(&tick), ..run };
+    let mut run = ctxasm::corpus::RunOptions { progress: Some(&tick), ..run };
+    // Building requests and reading their usage: smaller trees.
+    run.read.fields = ctxasm::input::Fields::RequestsAndUsage;
     let (report, partial) = match &shard {
         Some(s) => {
             let (report, lines) = ctxasm::cost::modeled::cost_report_and_lines(&disc, &run, &assembler, pricing, &opts);
