@@ -301,15 +301,8 @@ impl LineParser {
         bump: &'a Bump,
         line: &[u8],
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
-        let len = line.len();
         let buf = Self::copy(bump, line);
-        let result = match self.parse_in_place(bump, buf, len, None, None) {
-            Ok(v) => Ok((v, Vec::new())),
-            Err((msg, true)) => self.lenient_numbers(bump, line, msg),
-            Err((msg, false)) => Err(msg),
-        };
-        self.after(len);
-        result.map_err(|msg| Self::failure(line, msg))
+        self.parse_in_arena(bump, buf, line.len(), line, None)
     }
 
     /// [`LineParser::parse_lenient`] of a line that lies outside the
@@ -324,9 +317,8 @@ impl LineParser {
         bump: &'a Bump,
         line: &[u8],
         strings: &mut KeyCache<'a>,
-        rules: Option<&mut TreeRules<'a>>,
+        mut rules: Option<&mut TreeRules<'a>>,
     ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
-        let mut rules = rules;
         if let Some(r) = rules.as_deref_mut() {
             r.start_line();
         }
@@ -353,13 +345,7 @@ impl LineParser {
             scratch = Vec::new();
         }
         self.scratch = scratch;
-        let result = match first {
-            Ok(v) => Ok((v, Vec::new())),
-            Err((msg, true)) => self.lenient_numbers(bump, line, msg),
-            Err((msg, false)) => Err(msg),
-        };
-        self.after(len);
-        result.map_err(|msg| Self::failure(line, msg))
+        self.outcome(bump, line, first)
     }
 
     /// [`LineParser::parse_lenient`] of the line `buf[..len]` where it
@@ -380,13 +366,26 @@ impl LineParser {
         if let Some(r) = rules.as_deref_mut() {
             r.start_line();
         }
-        let result = match self.parse_in_place(bump, buf, len, None, rules) {
+        let first = self.parse_in_place(bump, buf, len, None, rules);
+        self.outcome(bump, original, first)
+    }
+
+    /// The result of a first parse of `line` (as written): a line refused
+    /// for a number is read again leniently ([`LineParser::lenient_numbers`]),
+    /// any other refusal is the line's failure.
+    fn outcome<'a>(
+        &mut self,
+        bump: &'a Bump,
+        line: &[u8],
+        first: Result<Json<'a>, (String, bool)>,
+    ) -> Result<(Json<'a>, Vec<OutOfRange>), ParseFailure> {
+        let result = match first {
             Ok(v) => Ok((v, Vec::new())),
-            Err((msg, true)) => self.lenient_numbers(bump, original, msg),
+            Err((msg, true)) => self.lenient_numbers(bump, line, msg),
             Err((msg, false)) => Err(msg),
         };
-        self.after(len);
-        result.map_err(|msg| Self::failure(original, msg))
+        self.after(line.len());
+        result.map_err(|msg| Self::failure(line, msg))
     }
 
     /// The second, lenient parse of `line`, which simd-json refused for a
