@@ -29,6 +29,7 @@ fn benches(c: &mut Criterion) {
                     at_ms: r.timestamp.and_then(parse_timestamp_ms).unwrap_or(0),
                     model: r.body.model.as_str().unwrap_or_default().to_string(),
                     scope: 0,
+                    thinking: 0,
                     blocks: blocks_of(&r.body, &est.tokens_fn()),
                     ready_ms: 0,
                 })

@@ -3,42 +3,40 @@
 its transcripts show: each prompt a user message in stream-json whose
 first text block is the IDE context (`<ide_opened_file>…`), each prompt
 in a process of its own that resumes the session (`--resume`), against
-`ctxasm mock-server` (four prompts, the first two @-mentioning a file; a
-Read on the first, plain answers after). Needs a release build.
+`ctxasm mock-server` (seven prompts, the first two @-mentioning a file,
+the fourth and sixth with IDE context only; a Read on the first, plain
+answers after). Needs a release build.
+With ONE_PROCESS=1 in the environment all four prompts go to one
+long-lived process instead (the extension's other way of running: one
+stream-json process per conversation).
 Keeps in OUT_DIR the server's record (wire.jsonl), the transcripts and
 conversation.jsonl: per conversation request (the ones with tools), the
 SHA-256 of its system and tools as sent and its messages.
 
-usage: scripts/interactive/ide-extension.py CLAUDE_BIN OUT_DIR [CLI ARGS...]
+usage: [ONE_PROCESS=1] scripts/interactive/ide-extension.py CLAUDE_BIN OUT_DIR [CLI ARGS...]
 """
-import hashlib, json, os, subprocess, sys, time, shutil
+import json, os, subprocess, sys, time, shutil
+from capture_common import T, TU, sandbox, mock_server, cli_env, keep
 claude=os.path.abspath(sys.argv[1]); out=os.path.abspath(sys.argv[2]); extra=sys.argv[3:]
 shutil.rmtree(out, ignore_errors=True)
-root=os.path.join(os.environ.get('TMPDIR', '/tmp'), 'ctxasm-ide-extension'); shutil.rmtree(root, ignore_errors=True)
-home, proj = root+'/home', root+'/proj'
-os.makedirs(home); os.makedirs(proj)
-for n,t in (('README.md','# demo\n'),('app.js','console.log("hi");\n')): open(os.path.join(proj,n),'w').write(t)
-subprocess.run(['git','init','-q','-b','main'],cwd=proj)
-key='sk-ant-capture-0000000000000000000000'
-json.dump({"hasCompletedOnboarding": True,"projects": {proj: {"hasTrustDialogAccepted": True,"allowedTools": [],"hasCompletedProjectOnboarding": True}}}, open(home+'/.claude.json','w'))
-T=lambda s: {"type":"text","text":s}
-TU=lambda n,i: {"type":"tool_use","name":n,"input":i}
+root, home, proj = sandbox('ctxasm-ide-extension', {'README.md': '# demo\n', 'app.js': 'console.log("hi");\n'})
 rules=[{"when":{"last_user_contains":"read app.js","last_is_tool_result":False,"has_tool":"Read"},"once":True,"reply":{"blocks":[T("Reading."),TU("Read",{"file_path":proj+"/app.js"})]}},
        {"when":{},"reply":{"blocks":[T("ok")]}}]
-json.dump(rules, open(root+'/rules.json','w'))
-os.makedirs(out, exist_ok=True)
-srv=subprocess.Popen([os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'target', 'release', 'ctxasm'),'mock-server','--addr','127.0.0.1:0','--record',out+'/wire.jsonl','--script',root+'/rules.json'],stdout=subprocess.PIPE,stderr=subprocess.DEVNULL,text=True)
-base='http://'+srv.stdout.readline().strip()[len('listening on '):]
-env={"PATH":os.environ["PATH"],"HOME":home,"IS_SANDBOX":"1","ANTHROPIC_BASE_URL":base,"ANTHROPIC_API_KEY":key,
-     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC":"1","DISABLE_TELEMETRY":"1","DISABLE_AUTOUPDATER":"1"}
+srv, base = mock_server(root, out, rules)
+env=cli_env(home, base)
 sid=[None]
+one=os.environ.get('ONE_PROCESS')=='1'
+p=None
 def send(blocks):
     global p
+    if one and p:
+        send1(blocks); return
     args=[claude,'--input-format','stream-json','--output-format','stream-json','--verbose','--permission-mode','acceptEdits','--allowedTools','Read']+extra
     if sid[0]: args+=['--resume',sid[0]]
     p=subprocess.Popen(args,cwd=proj,env=env,stdin=subprocess.PIPE,stdout=subprocess.PIPE,stderr=open(out+'/stderr.log','a'),text=True)
     send1(blocks)
-    p.stdin.close(); p.wait(30)
+    if not one:
+        p.stdin.close(); p.wait(30)
 def send1(blocks):
     p.stdin.write(json.dumps({"type":"user","message":{"role":"user","content":blocks}})+"\n"); p.stdin.flush()
     while True:
@@ -54,14 +52,10 @@ send([ide("README.md"), T("second: and now? see @app.js")])
 time.sleep(1)
 send([T("third: anything else?")])
 send([ide('app.js'), T("fourth: done?")])
-srv.terminate(); srv.wait()
-shutil.copytree(home+'/.claude/projects', out+'/transcripts', dirs_exist_ok=True)
-with open(out + '/conversation.jsonl', 'w') as f:
-    for line in open(out + '/wire.jsonl'):
-        body = json.loads(line)['body']
-        if not body.get('tools'):
-            continue
-        digest = lambda v: hashlib.sha256(json.dumps(v, separators=(',', ':'), ensure_ascii=False).encode()).hexdigest()
-        f.write(json.dumps({"system_sha256": digest(body['system']), "tools_sha256": digest(body['tools']),
-                            "messages": body['messages']}, ensure_ascii=False) + "\n")
+send([T("fifth: plain")])
+send([ide("README.md"), T("sixth: ide only")])
+send([T("seventh: plain")])
+if one:
+    p.stdin.close(); p.wait(30)
+keep(home, out, srv)
 print('done')

@@ -608,6 +608,8 @@ fn answer(st: &State, v: &Value, prompt: Prompt, reply: &Reply, scope: u64, n: u
         at_ms: st.clock.now_ms(),
         model: model.as_str().unwrap_or("").to_string(),
         scope,
+        // Another thinking config invalidates the messages cache (facts §1.5).
+        thinking: v.get("thinking").map_or(0, |t| xxhash_rust::xxh3::xxh3_64(t.to_string().as_bytes())),
         blocks: prompt.blocks,
         ready_ms: 0,
     };

@@ -45,12 +45,14 @@ mod layout;
 pub mod mcp;
 pub mod shelf;
 pub mod template;
+mod traits;
 
 pub use crate::time::month_year;
 pub use agent::AgentProfile;
 pub use layout::Layout;
 pub use mcp::{McpInstructions, McpStyle};
 pub use shelf::{Choice, Shelf, Shelved, Version};
+pub use traits::{ATTACHMENTS_KEPT_FROM, ONE_MESSAGE_MARK_FROM, ReleaseTraits, release_traits};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -336,7 +336,7 @@ fn model_what_if_counts_the_target_tokenizer() {
 }
 
 /// `boundary=tools` on sessions whose tools are not in the model (no
-/// recorded prompt: one unseen prefix block) changes nothing: it says "not
+/// recorded prompt: an unseen prefix) changes nothing: it says "not
 /// applicable" and why, in the table, the JSON and the HTML, instead of a
 /// +0.0% that reads as an answer. On a 2.1.328 capture (tools recorded, no
 /// breakpoint on the last one) it applies.
@@ -348,7 +348,7 @@ fn boundary_tools_says_when_it_is_not_applicable() {
     has_line(
         &out,
         "boundary=tools                  not applicable: no request has a tool list to mark (a session without a \
-         recorded prompt is modeled with one unseen prefix block for its tools and system prompt)",
+         recorded prompt is modeled with an unseen prefix for its tools and system prompt)",
     );
     assert!(out.lines().any(|l| l.starts_with("boundary=none ") && l.contains('%')), "{out}");
     let v = json_of(&["cost", dir, "--json", "--what-if", "boundary=tools", "--what-if", "boundary=none"]);
@@ -374,9 +374,9 @@ fn what_ifs_say_what_you_would_have_paid() {
     has_line(&out, "what-if                            modeled USD     delta USD     delta  you'd have paid");
     has_line(
         &out,
-        "(baseline)                              8.9064                                   9.0877 (the bill)",
+        "(baseline)                              8.9309                                   9.0877 (the bill)",
     );
-    has_line(&out, "ttl=1h                                  9.8559       +0.9495    +10.7%          10.0372");
+    has_line(&out, "ttl=1h                                  9.9167       +0.9858    +11.0%          10.0735");
     has_line(&out, "  you'd have paid: the recorded bill (9.0877 USD) plus the what-if's modeled change");
 }
 
@@ -399,8 +399,8 @@ fn the_report_opens_with_the_bill() {
              0.47, -experiments-ideas 0.21, 1 more 0.15",
             "  by month     2025-07 0.47, 2025-11 1.49, 2026-01 0.15, 2026-02 0.21",
             "  cache writes 258273 tokens at 5 minutes, 9036 at 1 hour",
-            "  the requests carried 2335816 input tokens: tools + system prompt (not in the transcript) 42%, tool \
-             results 39%, tool calls 12%, Claude's text 4%, user text 3% (each request's: --per-request)",
+            "  the requests carried 2335816 input tokens: tool results 39%, tools + system prompt (not in the \
+             transcript) 36%, tool calls 12%, user text 9%, Claude's text 4% (each request's: --per-request)",
             // 7acd37a8 wrote its 57,841 cached tokens again after 10 min 35 s
             // (Sonnet 4.5: 57,841 × ($3.75 − $0.30) / 1e6 = $0.1996).
             "  cache expired during pauses: 1 request wrote again 57841 tokens after a pause of 10 min: 0.20 USD more \

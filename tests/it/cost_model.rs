@@ -202,12 +202,9 @@ fn real_fixtures_modeled_against_recorded() {
 }
 
 /// The whole public corpus (1.0.24–2.1.198, real usage): the model's
-/// accuracy does not fall back from where it is (total -2.65%, the sum of
-/// per-request cost errors $1.27, per-session error p90 2.7%: the issue's
-/// ≤ 5%). The total's target (±1%) is not met: what is left is one-sided,
-/// 1.0.x and 2.0.x sessions whose prompts read only the system prompt
-/// where the model reads the conversation (client behaviour no capture
-/// here shows).
+/// accuracy does not fall back from where it is, the issue's targets (total
+/// within ±1%: −0.54%; per-session error p90 ≤ 5%), and the sum of
+/// per-request cost errors ($0.88).
 #[test]
 #[ignore = "needs ../shared/corpora/public beside the checkout (CI has it)"]
 fn public_corpus_accuracy_does_not_regress() {
@@ -235,8 +232,8 @@ fn public_corpus_accuracy_does_not_regress() {
         a.cache_read.p90_relative
     );
     assert_eq!(a.requests_compared, 1179);
-    assert!(a.cost_error_pct.abs() <= 3.0, "{a:?}");
-    assert!(abs_err <= 1.30, "{abs_err}");
+    assert!(a.cost_error_pct.abs() <= 1.0, "{a:?}");
+    assert!(abs_err <= 0.90, "{abs_err}");
     assert!(p90 <= 5.0, "{per_session:?}");
     assert!(a.cache_read.median_relative <= 0.05, "{a:?}");
     assert!(a.cache_read.p90_relative < 0.05, "{a:?}");
@@ -528,57 +525,137 @@ fn a_one_line_excerpt_writes_its_own_tail() {
     assert!(read == 0 && write > 10_000, "{read} {write}");
 }
 
-/// Claude Code 2.0.5 as the VS Code extension of the 2.0 era drives it
-/// (captured, `tests/fixtures/cc-2.0.5/ide-extension`: each prompt a
-/// resumed process, its first text block the IDE context): an @-mentioned
-/// file is sent with its prompt (a "Called the Read tool" message before
-/// it, the file's text in it) and the next prompt sends that prompt
-/// without them. That is the public 2.0.5 extension session's fallback to
-/// the system prompt at the two prompts after its two @-mentioning ones
-/// (left unmodeled: a 2.0.37 extension session reads everything after such
-/// a prompt; see the README's accuracy notes).
-#[test]
-fn a_resumed_prompt_is_sent_without_the_attachments_of_the_prompt_before() {
-    let dir = Path::new("tests/fixtures/cc-2.0.5/ide-extension");
-    let reqs = jsonl(&dir.join("conversation.jsonl"));
-    assert_eq!(reqs.len(), 5);
+/// A conversation request's messages as the cache compares them: without
+/// `cache_control`, a string content as the one text block it stands for.
+fn as_blocks(messages: &Value) -> Vec<Value> {
+    without_cache_control(messages)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let mut m = m.clone();
+            if let Some(t) = m["content"].as_str() {
+                m["content"] = json!([{"type": "text", "text": t}]);
+            }
+            m
+        })
+        .collect()
+}
+
+/// (messages before, messages now, leading messages in common) from each
+/// conversation request to the next of a capture's `conversation.jsonl`;
+/// system and tools are the same in all.
+fn steps(dir: &str) -> Vec<(usize, usize, usize)> {
+    let reqs = jsonl(&Path::new(dir).join("conversation.jsonl"));
     for r in &reqs {
-        assert_eq!(r["system_sha256"], reqs[0]["system_sha256"]);
-        assert_eq!(r["tools_sha256"], reqs[0]["tools_sha256"]);
+        assert_eq!(r["system_sha256"], reqs[0]["system_sha256"], "{dir}");
+        assert_eq!(r["tools_sha256"], reqs[0]["tools_sha256"], "{dir}");
     }
-    let messages: Vec<Vec<Value>> =
-        reqs.iter().map(|r| without_cache_control(&r["messages"]).as_array().unwrap().clone()).collect();
-    // (messages before, messages now, leading messages in common).
-    let steps: Vec<(usize, usize, usize)> = messages
+    let messages: Vec<Vec<Value>> = reqs.iter().map(|r| as_blocks(&r["messages"])).collect();
+    messages
         .windows(2)
         .map(|w| (w[0].len(), w[1].len(), w[0].iter().zip(&w[1]).take_while(|(a, b)| a == b).count()))
-        .collect();
-    assert_eq!(
-        steps,
-        [
-            // The first prompt's tool result: the "Called the Read tool"
-            // message, a list of one text block, is now a string.
-            (2, 4, 0),
-            // The second prompt (resumed): the first without its @-mention.
-            (4, 6, 0),
-            // The third: the second without its @-mention.
-            (6, 7, 4),
-            // The fourth: a pure append.
-            (7, 9, 7),
-        ]
-    );
-    let texts = |m: &Value| -> Vec<String> {
-        match &m["content"] {
-            Value::String(s) => vec![s.clone()],
-            v => v.as_array().unwrap().iter().map(|b| b["text"].as_str().unwrap_or("").to_string()).collect(),
-        }
+        .collect()
+}
+
+/// Claude Code driven as the 2.0 VS Code extension drives it (stream-json
+/// input; captured by `scripts/interactive/ide-extension.py`, seven
+/// prompts: the first two @-mention a file, the fourth and sixth carry IDE
+/// context only). 2.0.5 sends a prompt's attachments with that prompt only:
+/// the next prompt sends it without them, whether each prompt is a resumed
+/// process or all go to one; 2.0.30 keeps them; in a terminal, 2.0.5 and
+/// 1.0.51 keep them (`scripts/interactive/mention.py`).
+#[test]
+fn a_stream_json_prompt_is_sent_without_the_attachments_of_the_prompt_before() {
+    let dropped = [
+        // The first prompt's tool result: a pure append.
+        (2, 4, 2),
+        // The second prompt: the first without its @-mention (the "Called
+        // the Read tool" message before it and the file's text in it).
+        (4, 6, 0),
+        // The third: the second without its @-mention.
+        (6, 7, 4),
+        (7, 9, 7),
+        (9, 11, 9),
+        (11, 13, 11),
+        // The seventh: the sixth without the todo reminder it was sent with.
+        (13, 15, 12),
+    ];
+    for dir in ["tests/fixtures/cc-2.0.5/ide-extension", "tests/fixtures/cc-2.0.5/ide-extension-one-process"] {
+        assert_eq!(steps(dir), dropped, "{dir}");
+        let reqs = jsonl(&Path::new(dir).join("conversation.jsonl"));
+        let text =
+            |r: &Value, m: usize| as_blocks(&r["messages"])[m]["content"][0]["text"].as_str().unwrap().to_string();
+        assert!(text(&reqs[2], 4).contains("Called the Read tool"), "{dir}");
+        assert!(text(&reqs[3], 4).starts_with("<ide_opened_file>"), "{dir}");
+        assert!(text(&reqs[6], 12).contains("TodoWrite tool hasn't been used recently"), "{dir}");
+        assert!(text(&reqs[7], 12).starts_with("<ide_opened_file>"), "{dir}");
+    }
+    let kept = |dir: &str| steps(dir).iter().all(|&(before, _, common)| common == before);
+    assert!(kept("tests/fixtures/cc-2.0.30/ide-extension-one-process"));
+    assert_eq!(steps("tests/fixtures/cc-2.0.30/ide-extension-one-process").len(), 7);
+    assert!(kept("tests/fixtures/cc-2.0.5/mention"));
+    assert!(kept("tests/fixtures/cc-1.0.51/mention"));
+    let first = |dir: &str| {
+        let reqs = jsonl(&Path::new(dir).join("conversation.jsonl"));
+        as_blocks(&reqs[3]["messages"])[0].to_string()
     };
-    let (second, third) = (&messages[2], &messages[3]);
-    assert!(texts(&second[4])[0].contains("Called the Read tool"), "{:?}", texts(&second[4]));
-    assert!(texts(&second[5])[0].contains("Result of calling the Read tool"));
-    // The third request sends the second prompt as its IDE context and text.
-    assert_eq!(texts(&third[4]), texts(&second[5])[1..]);
-    assert!(texts(&third[4])[0].starts_with("<ide_opened_file>"));
+    assert!(first("tests/fixtures/cc-2.0.5/mention").contains("Called the Read tool"));
+    assert!(first("tests/fixtures/cc-1.0.51/mention").contains("Called the Read tool"));
+}
+
+/// The 2.0.5 extension capture whose requests went to one process: its
+/// usage is the stand-in's, which simulated the cache on the bytes really
+/// sent. From the transcript alone (no attachment in it), the model reads
+/// what the stand-in read for the first five requests: each prompt after
+/// an @-mentioning one falls back to the system prompt (the mention's
+/// message carried the request's other breakpoint); then the model's
+/// extension rule (every prompt has attachments: the real extension sends
+/// the IDE's context, this capture had no IDE) moves the fifth prompt's
+/// read 48 tokens back.
+#[test]
+fn the_model_reads_what_the_stand_in_read_on_a_2_0_5_extension_capture() {
+    let dir = Path::new("tests/fixtures/cc-2.0.5/ide-extension-one-process/transcripts");
+    let rep = model(&[dir.to_path_buf()], &ModelOptions::default());
+    let reads: Vec<(u64, u64)> =
+        rep.turns.iter().map(|t| (t.recorded.unwrap().cache_read, t.modeled.cache_read)).collect();
+    assert_eq!(reads.len(), 8);
+    for (i, &(recorded, modeled)) in reads.iter().enumerate().take(5) {
+        assert_eq!(modeled, recorded, "request {i}: {reads:?}");
+    }
+    // The second and third prompts read the system prompt only.
+    assert!(reads[2].0 < reads[1].0 && reads[3].0 == reads[2].0, "{reads:?}");
+    assert_eq!(reads[5].0 - reads[5].1, 48, "{reads:?}");
+}
+
+/// Claude Code 1.0.128 with stream-json input
+/// (`scripts/interactive/thinking-prompts.py`): a prompt that asks to
+/// "think hard" is sent with `thinking` (budget 10,000) in its requests only.
+/// The stand-in invalidates the messages' cache at each change of thinking
+/// config (facts §1.5); the model, from the transcript alone (a turn whose
+/// responses think was sent with thinking), reads the same at every request:
+/// the system prompt where thinking comes on, the first request's prefix
+/// (written without thinking, still live) where it goes off.
+#[test]
+fn a_prompt_that_asks_for_thinking_changes_the_messages_cache() {
+    let dir = Path::new("tests/fixtures/cc-1.0.128/thinking-prompts");
+    let sent: Vec<Value> = jsonl(&dir.join("requests.jsonl")).into_iter().map(|r| r["thinking"].clone()).collect();
+    let on = json!({"budget_tokens": 10000, "type": "enabled"});
+    assert_eq!(sent, [Value::Null, on.clone(), on, Value::Null]);
+    let rep = model(&[dir.join("transcripts")], &ModelOptions::default());
+    let rows: Vec<(u64, u64, u64)> = rep
+        .turns
+        .iter()
+        .map(|t| (t.recorded.unwrap().cache_read, t.recorded.unwrap().total_input(), t.modeled.cache_read))
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for (i, &(recorded, _, modeled)) in rows.iter().enumerate() {
+        assert_eq!(modeled, recorded, "request {i}: {rows:?}");
+    }
+    // Thinking on: less than the request before sent; off again: the
+    // first request's whole prompt.
+    assert!(rows[1].0 < rows[0].1, "{rows:?}");
+    assert_eq!(rows[3].0, rows[0].1, "{rows:?}");
 }
 
 /// Claude Code 1.0.51, interactive, two refused permission dialogs

@@ -30,6 +30,7 @@ fn requests(dir: &Path) -> Vec<(String, SimRequest)> {
                     at_ms: parse_timestamp_ms(r.timestamp.unwrap()).unwrap(),
                     model: r.body.model.as_str().unwrap().to_string(),
                     scope: 0,
+                    thinking: 0,
                     blocks: blocks_of(&r.body, &est.tokens_fn()),
                     ready_ms: 0,
                 };

@@ -69,6 +69,8 @@ pub(super) struct ReqIn {
     pub(super) step: ChainStep,
     /// Blocks in the request (`keep` + added).
     pub(super) len: usize,
+    /// Its thinking config's identity (0: none known; see [`Mark`]).
+    pub(super) thinking: u64,
 }
 
 /// One chain stored once.
@@ -80,17 +82,30 @@ pub(super) struct ChainIn {
     /// What the `custom_id`s of its requests start with (to the last `_`
     /// of its first request's).
     pub(super) id_prefix: Box<str>,
-    /// Arena index of the unseen prefix block (its first request's).
+    /// Arena index of the unseen prefix's first block (its first
+    /// request's; the second follows it, see [`unseen_blocks`]).
     pub(super) unseen: Option<usize>,
-    /// Arena indices of the unseen prefix block in requests built again
-    /// from their first block (after deferred tools were loaded, or a
-    /// change the request before does not share): the same size.
+    /// Arena indices of the unseen prefix's first block in requests built
+    /// again from their first block (after deferred tools were loaded, or a
+    /// change the request before does not share): the same sizes.
     pub(super) unseen_again: Vec<usize>,
     /// An excerpt of a longer conversation ([`excerpt_parent`]): its first
     /// request's unseen prefix holds the messages before it, which the
     /// requests before it (not in the corpus) wrote.
     pub(super) excerpt: bool,
     pub(super) reqs: Vec<ReqIn>,
+}
+
+impl ChainIn {
+    /// Which block of the unseen prefix arena block `i` is (0 or 1), if it
+    /// is one.
+    pub(super) fn unseen_part(&self, i: usize) -> Option<usize> {
+        let first = |u: usize| (i >= u && i < u + 2).then(|| i - u);
+        self.unseen.and_then(first).or_else(|| {
+            let k = self.unseen_again.partition_point(|&u| u + 1 < i);
+            self.unseen_again.get(k).copied().and_then(first)
+        })
+    }
 }
 
 /// What pass 1 keeps of a session.
@@ -137,6 +152,147 @@ pub fn strips_old_thinking(model: &str) -> bool {
 /// Hash mark of a thinking block the API dropped.
 const STRIPPED: u128 = 0x5354_5249_5050_4544_5448_494e_4b49_4e47;
 
+/// Hash mark of a prompt's first block while the attachments its release
+/// sends with it (and not again, see [`ReleaseTraits`]) are in the request.
+///
+/// [`ReleaseTraits`]: crate::profile::ReleaseTraits
+const ATTACHED: u128 = 0x4154_5441_4348_4d45_4e54_5320_4f4e_4345;
+
+/// The thinking config of a turn whose responses think, when the request
+/// does not say it (see [`Mark`]).
+const THINKING_ON: u64 = 0x5448_494e_4b49_4e47;
+
+/// A model the CLI sends adaptive thinking for (`{"type":"adaptive"}`: one
+/// config for every turn; the captures: 2.1.88 with Sonnet 4.6, 2.1.328
+/// with Opus 5.5 and Sonnet 5.5): those that keep earlier thinking
+/// ([`KEEPS_THINKING`]) but Opus 4.5. Earlier models get a budget per
+/// prompt (see [`Mark`]).
+fn adaptive_thinking(model: &str) -> bool {
+    let id = crate::cost::pricing::normalize_model_id(model);
+    !strips_old_thinking(model) && !id.starts_with("claude-opus-4-5")
+}
+
+/// What a request sent that its pipeline body does not say, per request of
+/// a chain, one value for the requests of a prompt (a turn: the prompt's
+/// request and the tool results after it).
+///
+/// - `attached`: the message (index) of the turn's prompt in a session the
+///   2.0 VS Code extension drove (its prompts carry IDE context blocks; it
+///   runs the CLI with stream-json input) of a release that sends a
+///   prompt's attachments there with that prompt only
+///   ([`ReleaseTraits::attachments_one_prompt`]). Its first block is marked
+///   [`ATTACHED`] in the turn's requests, so the next prompt's request
+///   differs from there. Every prompt: the extension's prompts come with
+///   the IDE's context (public 2.0.5 extension session: each of its nine
+///   prompts that has a next one was sent differently by it, the next
+///   prompt reading at most the messages before it).
+/// - `thinking`: the thinking config of a chain whose prompt is unseen (a
+///   release without a profile) on a model without adaptive thinking:
+///   releases to 2.1.0 at least send `thinking` with a budget only for the
+///   prompts that ask for it ("think", "think hard", "ultrathink": captured
+///   1.0.24 to 2.1.0) and none for the others, and a change invalidates the
+///   messages cache (facts §1.5). A turn any of whose responses holds a
+///   thinking block was sent with it ([`THINKING_ON`]); one whose responses
+///   hold none, without (0). (Public 1.0.24 and 1.0.43: the prompts that
+///   asked read only the system prompt, having followed turns without
+///   thinking by seconds.) Budgets are not told apart.
+///
+/// [`ReleaseTraits::attachments_one_prompt`]: crate::profile::ReleaseTraits::attachments_one_prompt
+///
+/// `mention`: an `attached` prompt @-mentions a path: its attachment is a
+/// message of its own before it ("Called the Read tool"), which carries the
+/// second-to-last breakpoint of the prompt's request (releases marking the
+/// last two messages), so that breakpoint goes when the attachment does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Mark {
+    attached: Option<usize>,
+    mention: bool,
+    thinking: u64,
+}
+
+/// What [`turn_marks`] needs of a session.
+struct MarkRules<'f> {
+    attachments_one_prompt: bool,
+    /// The IDE drove the session (see [`Mark`]).
+    ide: bool,
+    /// The thinking config is inferred (the prompt is unseen).
+    infer_thinking: bool,
+    /// The response to a request holds a thinking block.
+    thought: &'f dyn Fn(&Request<'_>) -> bool,
+}
+
+/// A message a person sent: a user message with content other than tool
+/// results (what the user types after refusing a tool call is in the same
+/// message as the refusal's result).
+fn is_prompt(m: &Json<'_>) -> bool {
+    if m.get_str("role") != Some("user") {
+        return false;
+    }
+    match m.get("content") {
+        Some(Json::Str(_)) => true,
+        Some(Json::Arr(items)) => items.iter().any(|b| b.get_str("type") != Some("tool_result")),
+        _ => false,
+    }
+}
+
+/// A prompt text that @-mentions a path (`@README.md`, `@src/`): `@` at
+/// the start or after white space, something after it.
+fn mentions_path(m: &Json<'_>) -> bool {
+    let mentions = |t: &str| {
+        let b = t.as_bytes();
+        b.iter().enumerate().any(|(i, &c)| {
+            c == b'@'
+                && (i == 0 || b[i - 1].is_ascii_whitespace())
+                && b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace())
+        })
+    };
+    match m.get("content") {
+        Some(Json::Str(t)) => mentions(t),
+        Some(Json::Arr(items)) => {
+            items.iter().any(|b| b.get_str("type") == Some("text") && b.get_str("text").is_some_and(mentions))
+        }
+        _ => false,
+    }
+}
+
+/// A prompt with an IDE context block (`<ide_opened_file>`,
+/// `<ide_selection>`, …) as the 2.0 extension sends them.
+fn has_ide_context(m: &Json<'_>) -> bool {
+    let ide = |t: &str| t.trim_start().starts_with("<ide_");
+    match m.get("content") {
+        Some(Json::Str(t)) => ide(t),
+        Some(Json::Arr(items)) => items.iter().any(|b| b.get_str("text").is_some_and(ide)),
+        _ => false,
+    }
+}
+
+/// The [`Mark`] of each request of one chain (in the chain's order).
+fn turn_marks(chain: &[&Request<'_>], rules: &MarkRules<'_>) -> Vec<Mark> {
+    let mut out = vec![Mark::default(); chain.len()];
+    if !rules.attachments_one_prompt && !rules.infer_thinking {
+        return out;
+    }
+    let mut i = 0;
+    while i < chain.len() {
+        let mut j = i + 1;
+        while j < chain.len() && !chain[j].body.messages.last().is_some_and(is_prompt) {
+            j += 1;
+        }
+        let prompt = chain[i].body.messages.last().filter(|m| is_prompt(m));
+        let attached =
+            (rules.attachments_one_prompt && rules.ide && prompt.is_some()).then(|| chain[i].body.messages.len() - 1);
+        let thinking = rules.infer_thinking
+            && !adaptive_thinking(chain[i].body.model.as_str().unwrap_or(""))
+            && chain[i..j].iter().any(|r| (rules.thought)(r));
+        let mention = attached.is_some() && prompt.is_some_and(mentions_path);
+        for m in &mut out[i..j] {
+            *m = Mark { attached, mention, thinking: if thinking { THINKING_ON } else { 0 } };
+        }
+        i = j;
+    }
+    out
+}
+
 /// Blocks of one segment, built once per node.
 #[derive(Default)]
 struct SegmentBlocks {
@@ -173,7 +329,7 @@ impl SegmentBlocks {
 fn request_blocks(
     body: &Body<'_>,
     seg: &mut SegmentBlocks,
-    unseen: Option<&SimBlock>,
+    unseen: Option<&[SimBlock; 2]>,
     out: &mut Vec<SimBlock>,
     feats: &mut Vec<BlockFeat>,
     msg_start: &mut Vec<usize>,
@@ -194,14 +350,14 @@ fn request_blocks(
 fn push_header(
     body: &Body<'_>,
     seg: &mut SegmentBlocks,
-    unseen: Option<&SimBlock>,
+    unseen: Option<&[SimBlock; 2]>,
     out: &mut Vec<SimBlock>,
     feats: &mut Vec<BlockFeat>,
 ) {
     match unseen {
         Some(u) => {
-            out.push(u.clone());
-            feats.push(BlockFeat::default());
+            out.extend_from_slice(u);
+            feats.extend_from_slice(&[BlockFeat::default(); 2]);
         }
         None => {
             if let Some(Json::Arr(tools)) = body.tools {
@@ -390,6 +546,37 @@ fn session_blocks<'a>(
         Some(&[any, _]) if r.line > any => Loaded::Deferred,
         _ => Loaded::None,
     };
+    // What the requests sent that the pipeline's bodies do not say.
+    let traits = crate::profile::release_traits(version);
+    let thinking_ids: rustc_hash::FxHashSet<&str> = if sin.unseen_prompt {
+        session
+            .files()
+            .flat_map(|f| f.parsed.entries.iter())
+            .filter_map(|e| {
+                let a = e.as_assistant()?;
+                let thinks = a
+                    .content
+                    .blocks()
+                    .iter()
+                    .any(|b| matches!(b.kind, ContentKind::Thinking { .. } | ContentKind::RedactedThinking { .. }));
+                if thinks { a.message_id } else { None }
+            })
+            .collect()
+    } else {
+        Default::default()
+    };
+    let thought = |r: &Request<'_>| {
+        entry_at(session, r.file, r.line)
+            .and_then(|e| e.as_assistant())
+            .and_then(|a| a.message_id)
+            .is_some_and(|m| thinking_ids.contains(m))
+    };
+    let rules = MarkRules {
+        attachments_one_prompt: out.by_pipeline && traits.attachments_one_prompt,
+        ide: out.requests.iter().any(|r| r.body.messages.last().is_some_and(|m| is_prompt(m) && has_ide_context(m))),
+        infer_thinking: sin.unseen_prompt,
+        thought: &thought,
+    };
     for agent in order {
         let first = out.requests.iter().find(|r| r.agent_id == agent);
         // The chain's own working directory (a subagent in a worktree has
@@ -401,8 +588,11 @@ fn session_blocks<'a>(
         let excerpt = first.and_then(|r| excerpt_parent(session, r.file, agent)).unwrap_or("");
         let unseen = sin.unseen_prompt.then(|| {
             [Loaded::None, Loaded::Deferred, Loaded::Web]
-                .map(|l| unseen_block(version, cwd, agent.is_some(), excerpt, l))
+                .map(|l| unseen_blocks(version, cwd, agent.is_some(), excerpt, l))
         });
+        let own: Vec<&Request<'_>> = out.requests.iter().filter(|r| r.agent_id == agent).collect();
+        let marks = turn_marks(&own, &rules);
+        drop(own);
         let mut chain = chain_of(
             &out.requests,
             agent,
@@ -412,6 +602,8 @@ fn session_blocks<'a>(
             &mut seg,
             &mut scratch,
             &usage_of,
+            &marks,
+            sin.unseen_prompt && traits.marks_last_two_messages,
             out.by_pipeline,
             whole,
         );
@@ -533,30 +725,42 @@ enum Loaded {
     Web = 2,
 }
 
-/// The unseen prefix block of a chain: its identity is (CLI version, the
+/// The unseen prefix blocks of a chain, each with the system prompt's
+/// 5-minute breakpoint: the part its first request read warm (its tools and
+/// the start of its system prompt, which the account's other sessions
+/// write too) and the rest (public 2.0.5: a session's first request read
+/// 5,161 tokens and wrote the rest of its system prompt; each later prompt
+/// whose messages changed read 14,627, the whole system prompt, not the
+/// 5,161; facts §1.2: a breakpoint on each system block). Their sizes are
+/// given in pass 2 (the second is empty when the first request read
+/// nothing or everything). Their identity is (CLI version, the
 /// chain's cwd, main or subagent, the message an excerpt hangs from, which
-/// [`Loaded`] deferred tools it sends), its size is given in pass 2. The
+/// [`Loaded`] deferred tools it sends), the first's without the excerpt. The
 /// chain's own cwd: a subagent in a worktree has its own (public corpus,
 /// 2.1.114: one that came back 322 s after its last request read nothing,
 /// though a subagent of another worktree had written its whole prompt
 /// 1.6 s before). An excerpt's (see [`excerpt_parent`]) holds the
 /// conversation before it, which no other excerpt's does.
-fn unseen_block(version: &str, cwd: &str, agent: bool, excerpt: &str, loaded: Loaded) -> SimBlock {
+fn unseen_blocks(version: &str, cwd: &str, agent: bool, excerpt: &str, loaded: Loaded) -> [SimBlock; 2] {
     let who = if agent { "agent" } else { "main" };
     let tools = match loaded {
         Loaded::None => "",
         Loaded::Deferred => "deferred tools",
         Loaded::Web => "deferred tools, web search or fetch",
     };
-    SimBlock {
-        hash: u128::from(scope_of(&["unseen prefix", version, cwd, who, excerpt, tools])) | (1u128 << 127),
+    let block = |parts: &[&str]| SimBlock {
+        hash: u128::from(scope_of(parts)) | (1u128 << 127),
         tokens: 0,
         ttl: Some(Ttl::FiveMinutes),
         kind: BlockKind::System,
         place: Place::System,
         pinned: false,
         dropped: false,
-    }
+    };
+    [
+        block(&["unseen prefix read first", version, cwd, who, tools]),
+        block(&["unseen prefix", version, cwd, who, excerpt, tools]),
+    ]
 }
 
 /// The uuid a chain's first message hangs from when the session holds no
@@ -600,6 +804,8 @@ struct ChainCur {
     strip: bool,
     /// The blocks can be built on: no automatic mark was applied.
     reusable: bool,
+    /// The block marked [`ATTACHED`] (see [`Mark`]).
+    attached: Option<usize>,
 }
 
 /// Requests [`ChainCur::extend`] built (what the oracle test checks it saw).
@@ -616,19 +822,66 @@ struct ChainScratch {
 }
 
 impl ChainCur {
+    /// The request's breakpoints (position, TTL): the ones its body marks;
+    /// with `two`, those of its tools and system and, in place of its
+    /// messages' marks, one on the last block of each of its last two
+    /// messages that can carry one (not a thinking block), with the TTL of
+    /// its last message mark (see [`ReleaseTraits`]); when the last message
+    /// is a prompt whose @-mention is sent as a message before it (see
+    /// [`Mark`]), the other is on that attachment (the prompt's marked first
+    /// block), not on the message before.
+    ///
+    /// [`ReleaseTraits`]: crate::profile::ReleaseTraits
+    fn breakpoints(&self, two: bool, mark: Mark) -> smallvec::SmallVec<[(u32, Ttl); 4]> {
+        let at = |i: usize| u32::try_from(i).unwrap_or(u32::MAX);
+        let mut out: smallvec::SmallVec<[(u32, Ttl); 4]> = self
+            .marked
+            .iter()
+            .filter(|&&i| !two || i < self.header)
+            .filter_map(|&i| self.blocks[i].ttl.map(|t| (at(i), t)))
+            .collect();
+        let last_ttl = self.marked.iter().rev().find(|&&i| i >= self.header).and_then(|&i| self.blocks[i].ttl);
+        if let (true, Some(ttl)) = (two, last_ttl) {
+            let n = self.msg_start.len();
+            let on_attachment = mark.mention && mark.attached.is_some_and(|m| m + 1 == n);
+            for m in n.saturating_sub(2)..n {
+                if on_attachment && m + 2 == n {
+                    if let Some(&p) = self.msg_start.get(n - 1) {
+                        out.push((at(p), ttl));
+                    }
+                    continue;
+                }
+                let end = self.msg_start.get(m + 1).copied().unwrap_or(self.blocks.len());
+                let last = end.checked_sub(1).filter(|&p| p >= self.msg_start[m]);
+                if let Some(p) = last.filter(|&p| !self.raw_feats.get(p).is_some_and(|f| f.thinking)) {
+                    out.push((at(p), ttl));
+                }
+            }
+            out.sort_unstable_by_key(|b| b.0);
+            out.dedup_by_key(|b| b.0);
+        }
+        out
+    }
+
     /// The request of `body` built whole (what every request was before
     /// the incremental build, and its oracle): the blocks it keeps from
     /// the one before.
+    #[allow(clippy::too_many_arguments)]
     fn rebuild(
         &mut self,
         body: &Body<'_>,
         seg: &mut SegmentBlocks,
-        unseen: Option<&SimBlock>,
+        unseen: Option<&[SimBlock; 2]>,
         strip: bool,
+        attached: Option<usize>,
         scratch: &mut ChainScratch,
     ) -> usize {
         let (blocks, feats) = (&mut scratch.blocks, &mut scratch.feats);
         request_blocks(body, seg, unseen, blocks, feats, &mut scratch.msg_start);
+        self.attached = attached.and_then(|m| scratch.msg_start.get(m).copied()).filter(|&p| p < blocks.len());
+        if let Some(p) = self.attached {
+            blocks[p].hash ^= ATTACHED;
+        }
         self.raw_feats.clear();
         self.raw_feats.extend_from_slice(feats);
         if strip {
@@ -652,13 +905,15 @@ impl ChainCur {
     /// the request before, built from the blocks after them; `None` (and
     /// nothing changed) when it cannot be: then [`rebuild`](Self::rebuild).
     /// The same blocks, features and `keep` as `rebuild`.
+    #[allow(clippy::too_many_arguments)]
     fn extend(
         &mut self,
         body: &Body<'_>,
         shared: usize,
         seg: &mut SegmentBlocks,
-        unseen: Option<&SimBlock>,
+        unseen: Option<&[SimBlock; 2]>,
         strip: bool,
+        attached: Option<usize>,
         scratch: &mut ChainScratch,
     ) -> Option<usize> {
         if !self.reusable || has_automatic(body) || strip != self.strip || shared == 0 || shared > self.msg_start.len()
@@ -720,6 +975,27 @@ impl ChainCur {
                 }
             }
         }
+        // The prompt whose attachments are in the request: the mark moves
+        // (or goes) at the next prompt.
+        let now = attached.and_then(|m| self.msg_start.get(m).copied()).filter(|&p| p < self.blocks.len());
+        let changed = |p: usize, first: &mut Option<usize>| {
+            if p < d {
+                *first = Some(first.map_or(p, |f| f.min(p)));
+            }
+        };
+        if self.attached != now {
+            if let Some(p) = self.attached.filter(|&p| p < d) {
+                self.blocks[p].hash ^= ATTACHED;
+                changed(p, &mut first_change);
+            }
+            if let Some(p) = now {
+                self.blocks[p].hash ^= ATTACHED;
+                changed(p, &mut first_change);
+            }
+        } else if let Some(p) = now.filter(|&p| p >= d) {
+            self.blocks[p].hash ^= ATTACHED;
+        }
+        self.attached = now;
         #[cfg(test)]
         EXTENDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(first_change.unwrap_or_else(|| d + crate::cost::sim::common_prefix(&scratch.tail, &self.blocks[d..])))
@@ -734,12 +1010,14 @@ impl ChainCur {
 fn chain_of(
     requests: &[Request<'_>],
     agent: Option<&str>,
-    unseen_blocks: Option<[SimBlock; 3]>,
+    unseen_blocks: Option<[[SimBlock; 2]; 3]>,
     loaded: &dyn Fn(&Request<'_>) -> Loaded,
     start_of: &dyn Fn(&Request<'_>) -> Option<u64>,
     seg: &mut SegmentBlocks,
     scratch: &mut ChainScratch,
     usage_of: &dyn Fn(&Request<'_>) -> Option<(TokenCounts, u64)>,
+    marks: &[Mark],
+    two_marks: bool,
     by_pipeline: bool,
     whole: bool,
 ) -> ChainIn {
@@ -748,7 +1026,7 @@ fn chain_of(
     let mut last_ms = 0u64;
     let mut models: Vec<Arc<str>> = Vec::new();
     let mut prev_index = None;
-    for (index, r) in requests.iter().enumerate().filter(|(_, r)| r.agent_id == agent) {
+    for (k, (index, r)) in requests.iter().enumerate().filter(|(_, r)| r.agent_id == agent).enumerate() {
         let name = r.body.model.as_str().unwrap_or("");
         let model = match models.iter().find(|m| &***m == name) {
             Some(m) => m.clone(),
@@ -764,9 +1042,10 @@ fn chain_of(
         prev_index = Some(index);
         let shared = if follows { r.body.shared } else { 0 };
         let unseen_block = unseen_blocks.as_ref().map(|u| &u[loaded(r) as usize]);
-        let keep = match cur.extend(&r.body, shared, seg, unseen_block, strip, scratch) {
+        let mark = marks.get(k).copied().unwrap_or_default();
+        let keep = match cur.extend(&r.body, shared, seg, unseen_block, strip, mark.attached, scratch) {
             Some(keep) => keep,
-            None => cur.rebuild(&r.body, seg, unseen_block, strip, scratch),
+            None => cur.rebuild(&r.body, seg, unseen_block, strip, mark.attached, scratch),
         };
         let blocks = &cur.blocks;
         let start = chain.arena.len();
@@ -778,11 +1057,7 @@ fn chain_of(
                 Some(_) => chain.unseen_again.push(start),
             }
         }
-        let breakpoints = cur
-            .marked
-            .iter()
-            .filter_map(|&i| blocks[i].ttl.map(|t| (u32::try_from(i).unwrap_or(u32::MAX), t)))
-            .collect();
+        let breakpoints = cur.breakpoints(two_marks, mark);
         let response_ms = r.timestamp.and_then(parse_timestamp_ms);
         let at_ms = start_of(r).or(response_ms).unwrap_or(last_ms).max(last_ms);
         let ready_ms = response_ms.unwrap_or(0).max(at_ms);
@@ -803,6 +1078,7 @@ fn chain_of(
             usage_key: used.map(|u| u.1),
             step: ChainStep { keep, added: start..chain.arena.len(), breakpoints },
             len: blocks.len(),
+            thinking: mark.thinking,
         });
     }
     // A pipeline chain whose usage shows 1-hour writes was sent with
@@ -1063,7 +1339,10 @@ mod tests {
                         assert_eq!(a.reqs.len(), b.reqs.len(), "{at}");
                         for (x, y) in a.reqs.iter().zip(&b.reqs) {
                             assert_eq!(x.id, y.id, "{at}");
-                            assert_eq!((x.at_ms, &x.model, x.recorded, x.len), (y.at_ms, &y.model, y.recorded, y.len));
+                            assert_eq!(
+                                (x.at_ms, &x.model, x.recorded, x.len, x.thinking),
+                                (y.at_ms, &y.model, y.recorded, y.len, y.thinking)
+                            );
                             assert_eq!(x.step, y.step, "{at} {:?}", x.id);
                         }
                     }
@@ -1082,6 +1361,8 @@ mod tests {
         assert!(!strips_old_thinking("claude-opus-4-5-20251101"));
         assert!(!strips_old_thinking("claude-sonnet-4-6"));
         assert!(!strips_old_thinking("claude-opus-5-5"));
+        assert!(adaptive_thinking("claude-sonnet-4-6") && adaptive_thinking("claude-opus-5-5"));
+        assert!(!adaptive_thinking("claude-opus-4-5-20251101") && !adaptive_thinking("claude-sonnet-4-5-20250929"));
         let think = BlockFeat { bytes: 40, image_tokens: 0, thinking: true };
         let text = BlockFeat { bytes: 40, image_tokens: 0, thinking: false };
         let mut blocks = vec![

@@ -17,7 +17,7 @@ pub struct ContextTokens {
     /// The system prompt.
     pub system: u64,
     /// Tools and system prompt of a session whose transcript does not hold
-    /// them (one unseen block, sized from the recorded usage).
+    /// them (the unseen prefix, sized from the recorded usage).
     pub unseen_prompt: u64,
     /// Text the user side sent: prompts, reminders, memory files, context.
     pub user_text: u64,
@@ -94,9 +94,7 @@ pub(super) fn per_request(chain: &ChainIn) -> Vec<ContextTokens> {
             for i in r.step.added.clone() {
                 let mut next = sums.last().copied().unwrap_or_default();
                 match chain.arena.get(i) {
-                    Some(b) if chain.unseen == Some(i) || chain.unseen_again.binary_search(&i).is_ok() => {
-                        next.unseen_prompt += u64::from(b.tokens)
-                    }
+                    Some(b) if chain.unseen_part(i).is_some() => next.unseen_prompt += u64::from(b.tokens),
                     Some(b) => next.add(b.place, b.kind, u64::from(b.tokens)),
                     None => {}
                 }
@@ -143,6 +141,7 @@ mod tests {
             usage_key: None,
             step: ChainStep { keep, added, breakpoints: smallvec::smallvec![] },
             len: 0,
+            thinking: 0,
         };
         let chain = ChainIn { arena, reqs: vec![req(0, 0..3), req(3, 3..6), req(2, 6..7)], ..ChainIn::default() };
         let got = per_request(&chain);
@@ -157,14 +156,11 @@ mod tests {
         };
         assert_eq!(got, [t(500, 300, 40, 0, 0, 0), t(500, 300, 40, 20, 30, 1000), t(500, 300, 100, 0, 0, 0)]);
         assert_eq!(got[1].total(), 1890);
-        // A session without its prompt in the transcript: the unseen block
-        // is its own part.
-        let unseen = ChainIn { unseen: Some(1), ..chain };
+        // A session without its prompt in the transcript: the unseen
+        // prefix's two blocks (here the first two) are their own part.
+        let unseen = ChainIn { unseen: Some(0), ..chain };
         let got = per_request(&unseen);
-        assert_eq!(got[0], ContextTokens { tools: 500, unseen_prompt: 300, user_text: 40, ..ContextTokens::default() });
-        assert_eq!(
-            got[0].shares(),
-            [("tools", 500), ("tools + system prompt (not in the transcript)", 300), ("user text", 40)]
-        );
+        assert_eq!(got[0], ContextTokens { unseen_prompt: 800, user_text: 40, ..ContextTokens::default() });
+        assert_eq!(got[0].shares(), [("tools + system prompt (not in the transcript)", 800), ("user text", 40)]);
     }
 }

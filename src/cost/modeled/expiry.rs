@@ -138,6 +138,7 @@ mod tests {
             usage_key: None,
             step: ChainStep::default(),
             len: 0,
+            thinking: 0,
         }
     }
 

@@ -25,11 +25,19 @@
 //! - **The client's prompt when no profile gives it.** A session without a
 //!   recorded shape, assembled with a profile that has no prompt text, gets
 //!   the CLI prefix as system prompt and placeholder tools. For the cost
-//!   those are replaced by one *unseen prefix* block with the system
-//!   prompt's 5-minute breakpoint, whose identity is (CLI version, the
-//!   chain's cwd, main or subagent) and whose size is the first request's
-//!   recorded total minus the estimate of its messages (the corpus median
-//!   for a chain whose first request has no usage).
+//!   those are replaced by an *unseen prefix* of two blocks, each with a
+//!   5-minute breakpoint, whose identity is (CLI version, the chain's cwd,
+//!   main or subagent) and whose sizes come from the recorded usage: the
+//!   part the first request read warm, the rest of the system prompt up to
+//!   where later requests fall back (`pinning`), what else the first
+//!   request sent that the transcript lacks in its messages (the corpus
+//!   median for a chain whose first request has no usage).
+//! - **What the release sent that its transcript does not say**, by the
+//!   session's version ([`crate::profile::ReleaseTraits`]): two message
+//!   breakpoints before 2.1.69; under stream-json input before 2.0.30, a
+//!   prompt's attachments sent with it only; and, for a release without a
+//!   profile on a model without adaptive thinking, the thinking config of
+//!   each prompt's requests (`blocks::Mark`).
 //! - **Thinking blocks of earlier turns.** On models before Opus 4.5 /
 //!   Sonnet 4.6 (and every Haiku), a user turn that is not a tool result
 //!   after a thinking turn invalidates the messages cache (facts §1.5): the

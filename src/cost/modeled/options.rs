@@ -129,7 +129,7 @@ pub struct ModelOptions {
     pub account: Account,
     pub what_ifs: Vec<WhatIf>,
     /// The pipeline's profile gives the client's prompt text and tools (else
-    /// sessions without a recorded shape get the unseen prefix block).
+    /// sessions without a recorded shape get the unseen prefix blocks).
     pub prompt_known: bool,
     /// Size of the unseen prefix when no chain of the corpus has a first
     /// request with usage.

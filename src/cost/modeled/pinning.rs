@@ -115,7 +115,7 @@ fn fit_samples(chains: &[ChainIn]) -> Vec<([f64; N_KINDS], f64)> {
             }
             let mut x = [0.0; N_KINDS];
             for i in b.step.added.clone() {
-                if Some(i) == c.unseen {
+                if c.unseen_part(i).is_some() {
                     continue;
                 }
                 let v = c.feats[i].vector(c.arena[i].kind);
@@ -134,38 +134,78 @@ fn fit_samples(chains: &[ChainIn]) -> Vec<([f64; N_KINDS], f64)> {
 /// The unseen prefix of a chain whose first request has usage: its total
 /// minus the estimate of the other blocks (at least 0).
 fn unseen_residual(c: &ChainIn, est: &Estimator) -> Option<u64> {
-    let u = c.unseen?;
+    c.unseen?;
     let first = c.reqs.first()?;
     let total = first.recorded?.total_input();
     let others: u64 = first
         .step
         .added
         .clone()
-        .filter(|&i| i != u)
+        .filter(|&i| c.unseen_part(i).is_none())
         .map(|i| est.estimate_features(&c.feats[i].vector(c.arena[i].kind)).ceil() as u64)
         .sum();
-    let residual = total.saturating_sub(others);
-    // With a warm prefix the first request reads exactly it (facts §1.6).
-    let read = first.recorded?.cache_read;
-    Some(if read > 0 && read <= residual { read } else { residual })
+    Some(total.saturating_sub(others))
+}
+
+/// The sizes of the unseen prefix's two blocks (see `blocks::unseen_blocks`)
+/// from its whole size and the chain's recorded usage, and whether they are
+/// exact (read from the usage).
+///
+/// The first request's cache read, when it read part of the prefix warm, is
+/// the first block (facts §1.6: a read ends at a breakpoint). The system
+/// prompt ends where the chain's later requests fall back to when their
+/// messages changed: the cache read of a request that read less than the
+/// request before it sent, and more than the first block (the value most
+/// of them read, the smaller on a tie; read twice at least when the first
+/// request read some); the second block reaches there.
+/// Whatever else the first request sent that the transcript does not hold
+/// (its first message's reminders and attachments) is in its messages'
+/// blocks, where pinning spreads it. Without such reads the second block
+/// is empty and the first is the first request's read, else all of it.
+fn unseen_split(c: &ChainIn, residual: Option<u64>, default: u64) -> ([u64; 2], bool) {
+    let Some(whole) = residual else { return ([default, 0], false) };
+    let read = c.reqs.first().and_then(|r| r.recorded).map_or(0, |t| t.cache_read);
+    let mut levels: Vec<u64> = c
+        .reqs
+        .windows(2)
+        .filter_map(|w| {
+            let (before, now) = (w[0].recorded?, w[1].recorded?);
+            let r = now.cache_read;
+            (r > read && r <= whole && r < before.total_input()).then_some(r)
+        })
+        .collect();
+    levels.sort_unstable();
+    // Past a first read (a level already), another level must be read
+    // twice: read once, it may be where anything else ended.
+    let mut system = None;
+    let mut best = if read > 0 { 1 } else { 0 };
+    for run in levels.chunk_by(|a, b| a == b) {
+        if run.len() > best {
+            best = run.len();
+            system = Some(run[0]);
+        }
+    }
+    match (system, read) {
+        (Some(s), r) if r > 0 && r <= whole => ([r, s - r], true),
+        (Some(s), _) => ([s, 0], true),
+        (None, r) if r > 0 && r <= whole => ([r, 0], true),
+        (None, _) => ([whole, 0], false),
+    }
 }
 
 /// Give every block its tokens and pin them to the recorded usage.
 fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> PinReport {
-    let residual = unseen_residual(c, est);
-    // A prefix size read from the first request's cache read is exact: it
-    // is pinned before the rest of the total is spread.
-    let from_read = c.reqs.first().and_then(|r| r.recorded).is_some_and(|t| Some(t.cache_read) == residual);
-    let unseen_tokens = u32::try_from(residual.unwrap_or(unseen_default)).unwrap_or(u32::MAX);
+    // Sizes read from the first request's cache read are exact: pinned
+    // before the rest of the total is spread.
+    let (sizes, from_read) = unseen_split(c, unseen_residual(c, est), unseen_default);
+    let first = c.unseen;
+    let parts: Vec<Option<usize>> = (0..c.arena.len()).map(|i| c.unseen_part(i)).collect();
     for (i, (b, f)) in c.arena.iter_mut().zip(&c.feats).enumerate() {
-        b.tokens = if Some(i) == c.unseen {
-            b.pinned = from_read;
-            unseen_tokens
-        } else if c.unseen_again.binary_search(&i).is_ok() {
-            // The size the first request gave, kept when the rest of the
-            // request is pinned.
-            b.pinned = true;
-            unseen_tokens
+        b.tokens = if let Some(part) = parts[i] {
+            // Again (after a change): the sizes the first request gave,
+            // kept when the rest of the request is pinned.
+            b.pinned = from_read || first.is_none_or(|u| i >= u + 2);
+            u32::try_from(sizes[part]).unwrap_or(u32::MAX)
         } else {
             let t = est.estimate_features(&f.vector(b.kind)).ceil();
             if t.is_finite() { t.clamp(0.0, f64::from(u32::MAX)) as u32 } else { 0 }
@@ -212,4 +252,60 @@ pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estim
         estimator.inconsistent_requests += p.inconsistent as u64;
     }
     (est, estimator)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cost::modeled::blocks::{ReqId, ReqIn};
+    use crate::cost::tokens::TokenCounts;
+    use std::sync::Arc;
+
+    /// A chain whose requests recorded these (cache read, total input).
+    fn chain(usage: &[(u64, u64)]) -> ChainIn {
+        let reqs = usage
+            .iter()
+            .map(|&(read, total)| ReqIn {
+                id: ReqId::Index(0),
+                at_ms: 0,
+                ready_ms: 0,
+                model: Arc::from("m"),
+                recorded: Some(TokenCounts {
+                    cache_read: read,
+                    cache_write_5m: total - read,
+                    ..TokenCounts::default()
+                }),
+                usage_key: None,
+                step: ChainStep::default(),
+                len: 0,
+                thinking: 0,
+            })
+            .collect();
+        ChainIn { unseen: Some(0), reqs, ..ChainIn::default() }
+    }
+
+    /// The unseen prefix of 19,000 tokens (a first request of 19,400): the
+    /// first request read 5,000 warm; later requests that read less than
+    /// the one before sent fell back to 14,000 twice and 11,000 once (and
+    /// one read everything), so the system prompt ends at 14,000: blocks of
+    /// 5,000 and 9,000, the other 5,000 in the first request's messages.
+    #[test]
+    fn the_unseen_prefix_splits_where_the_chain_falls_back() {
+        let c = chain(&[(5_000, 19_400), (14_000, 19_900), (19_900, 20_300), (14_000, 20_500), (11_000, 20_800)]);
+        assert_eq!(unseen_split(&c, Some(19_000), 7), ([5_000, 9_000], true));
+        // One fall-back read past a first read is not enough.
+        let c = chain(&[(5_000, 19_400), (14_000, 19_900)]);
+        assert_eq!(unseen_split(&c, Some(19_000), 7), ([5_000, 0], true));
+        // Without a first read, one is the level (all of it one block).
+        let c = chain(&[(0, 19_400), (14_000, 19_900)]);
+        assert_eq!(unseen_split(&c, Some(19_000), 7), ([14_000, 0], true));
+        // No read at all: the whole prefix, left to pinning; no usage: the
+        // corpus default.
+        let c = chain(&[(0, 19_400), (19_400, 19_900)]);
+        assert_eq!(unseen_split(&c, Some(19_000), 7), ([19_000, 0], false));
+        assert_eq!(unseen_split(&c, None, 7), ([7, 0], false));
+        // A tie: the smaller level.
+        let c = chain(&[(0, 19_400), (14_000, 19_900), (19_900, 20_300), (12_000, 20_500)]);
+        assert_eq!(unseen_split(&c, Some(19_000), 7), ([12_000, 0], true));
+    }
 }

@@ -136,8 +136,7 @@ pub(super) fn replay(
                 &r.step,
                 ttl,
                 (r.at_ms, r.ready_ms),
-                model,
-                scope,
+                (model, scope, r.thinking),
                 opts.sim.max_breakpoints,
             );
             req.model.clear();
@@ -159,6 +158,7 @@ pub(super) fn replay(
                 }
             }
             req.scope = scope;
+            req.thinking = r.thinking;
             req.at_ms = r.at_ms;
             req.ready_ms = r.ready_ms;
             req.model.clear();
@@ -295,12 +295,11 @@ impl Cursor {
         step: &ChainStep,
         ttl: Option<Ttl>,
         (at_ms, ready_ms): (u64, u64),
-        model: &str,
-        scope: u64,
+        (model, scope, thinking): (&str, u64, u64),
         max_bps: usize,
     ) -> SimResult {
         let bps = self.breakpoints(step, ttl);
-        self.keys.reset(model, scope);
+        self.keys.reset(model, scope, thinking);
         if let Some(&(last, _)) = bps.last()
             && bps.len() <= max_bps
             && self.keys.len() <= last
@@ -390,6 +389,7 @@ mod tests {
                     breakpoints: smallvec::smallvec![(0, Ttl::FiveMinutes), (1, Ttl::FiveMinutes)],
                 },
                 len: 2,
+                thinking: 0,
             }],
             ..ChainIn::default()
         };

@@ -697,7 +697,7 @@ fn not_applicable(w: &WhatIf, chains: &[ChainIn]) -> Option<String> {
     if with_tools == 0 {
         Some(
             "not applicable: no request has a tool list to mark (a session without a recorded prompt \
-             is modeled with one unseen prefix block for its tools and system prompt)"
+             is modeled with an unseen prefix for its tools and system prompt)"
                 .to_string(),
         )
     } else if marked == with_tools {

@@ -150,6 +150,10 @@ pub struct SimRequest {
     pub model: String,
     /// Organization / workspace: caches are never shared across them (facts §1.7).
     pub scope: u64,
+    /// The thinking config's identity (0: none known): another one
+    /// invalidates the messages cache (facts §1.5), see
+    /// [`PrefixKeys`](super::PrefixKeys).
+    pub thinking: u64,
     pub blocks: Vec<SimBlock>,
     /// When what it writes becomes usable, in ms since the epoch: once
     /// its response has started (facts §1.4 "Parallel fan-out"); 0 = at

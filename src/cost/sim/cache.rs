@@ -6,7 +6,7 @@
 //! It sees only [`SimBlock`]s with their token counts: building blocks is
 //! `blocks`', counting tokens `estimate`'s and `pin`'s.
 
-use super::blocks::{SimBlock, SimRequest, Ttl};
+use super::blocks::{Place, SimBlock, SimRequest, Ttl};
 use crate::cost::pricing::{builtin_min_cacheable, lookup_min_cacheable};
 use rustc_hash::FxHashMap;
 use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
@@ -168,21 +168,49 @@ fn chain(prev: u128, block: &SimBlock) -> u128 {
 /// one (model, scope) (caches are per model and organization, facts §1.5,
 /// §1.7); [`truncate`](Self::truncate) and [`extend`](Self::extend) keep
 /// them across requests that share their first blocks.
+///
+/// The request's thinking config (`thinking`, 0 for none known) is part of
+/// every key from its first message block on: changing it invalidates the
+/// messages cache, not the tools' or the system's (facts §1.5).
 #[derive(Debug, Default, Clone)]
 pub struct PrefixKeys {
     seed: u128,
+    thinking: u64,
+    /// Where the first message block is keyed, once it is.
+    messages_at: Option<usize>,
     keys: Vec<(u128, u64)>,
 }
 
+/// The key before a request's first message block, its thinking config
+/// mixed in.
+#[inline]
+fn with_thinking(prev: u128, thinking: u64) -> u128 {
+    if thinking == 0 {
+        return prev;
+    }
+    let mut buf = [0u8; 24];
+    buf[..16].copy_from_slice(&prev.to_le_bytes());
+    buf[16..].copy_from_slice(&thinking.to_le_bytes());
+    xxh3_128(&buf)
+}
+
 impl PrefixKeys {
-    /// Keys for requests of `model` in `scope`: kept when they are the
-    /// ones the keys were built for, else cleared.
-    pub fn reset(&mut self, model: &str, scope: u64) {
+    /// Keys for requests of `model` in `scope` with the thinking config
+    /// `thinking`: kept when they are the ones the keys were built for,
+    /// else cleared (another thinking config: the keys of the tools and
+    /// system are kept).
+    pub fn reset(&mut self, model: &str, scope: u64, thinking: u64) {
         let seed = xxh3_128_with_seed(model.as_bytes(), scope);
         if seed != self.seed {
             self.seed = seed;
             self.keys.clear();
+            self.messages_at = None;
+        } else if thinking != self.thinking
+            && let Some(at) = self.messages_at.take()
+        {
+            self.keys.truncate(at);
         }
+        self.thinking = thinking;
     }
 
     /// Blocks keyed so far.
@@ -197,12 +225,19 @@ impl PrefixKeys {
     /// Keep the keys of the first `n` blocks.
     pub fn truncate(&mut self, n: usize) {
         self.keys.truncate(n);
+        if self.messages_at.is_some_and(|at| at >= n) {
+            self.messages_at = None;
+        }
     }
 
     /// Key the blocks that follow those keyed.
     pub fn extend<'b>(&mut self, blocks: impl IntoIterator<Item = &'b SimBlock>) {
         let (mut key, mut sum) = self.keys.last().copied().unwrap_or((self.seed, 0));
         for b in blocks {
+            if self.messages_at.is_none() && matches!(b.place, Place::Message { .. }) {
+                self.messages_at = Some(self.keys.len());
+                key = with_thinking(key, self.thinking);
+            }
             key = chain(key, b);
             sum += u64::from(b.tokens);
             self.keys.push((key, sum));
@@ -248,7 +283,12 @@ impl CacheSim {
     pub fn warm(&mut self, req: &SimRequest, upto: usize) -> bool {
         let Some(blocks) = req.blocks.get(..=upto) else { return false };
         let mut key = xxh3_128_with_seed(req.model.as_bytes(), req.scope);
+        let mut messages = false;
         for b in blocks {
+            if !messages && matches!(b.place, Place::Message { .. }) {
+                messages = true;
+                key = with_thinking(key, req.thinking);
+            }
             key = chain(key, b);
         }
         let now = req.at_ms;
@@ -267,7 +307,7 @@ impl CacheSim {
         let bps: smallvec::SmallVec<[(usize, Ttl); 8]> =
             req.blocks.iter().enumerate().filter_map(|(i, b)| b.ttl.map(|t| (i, t))).collect();
         let mut prefix = std::mem::take(&mut self.prefix);
-        prefix.reset(&req.model, req.scope);
+        prefix.reset(&req.model, req.scope, req.thinking);
         prefix.truncate(0);
         if let Some(&(last, _)) = bps.last()
             && bps.len() <= self.config.max_breakpoints
@@ -499,6 +539,38 @@ mod tests {
 
     /// facts §1.4 "Parallel fan-out": an entry is usable once the first
     /// response has started; with that delay, parallel requests all write.
+    /// Another thinking config invalidates the messages' cache, not the
+    /// tools' or the system's (facts §1.5), the keys kept across requests
+    /// (`PrefixKeys`) the same as built whole; the entry written with the
+    /// first config is still there for a request that goes back to it.
+    #[test]
+    fn another_thinking_config_invalidates_the_messages_only() {
+        let blocks = vec![
+            SimBlock { place: Place::Tool, ..blk(1, 1500, None) },
+            blk(2, 500, M5),
+            SimBlock { place: Place::Message { role: crate::cost::sim::Role::User, first: true }, ..blk(3, 2000, M5) },
+        ];
+        let at = |ms, thinking| SimRequest { thinking, ..req(ms, SONNET, blocks.clone()) };
+        let mut sim = CacheSim::new(SimConfig::default());
+        let mut keys = PrefixKeys::default();
+        let mut by_keys = CacheSim::new(SimConfig::default());
+        let bps = [(1, Ttl::FiveMinutes), (2, Ttl::FiveMinutes)];
+        let mut both = |r: SimRequest| {
+            let whole = sim.step(&r);
+            keys.reset(&r.model, r.scope, r.thinking);
+            let from = keys.len();
+            keys.extend(&r.blocks[from..]);
+            let kept = by_keys.step_keys(r.at_ms, r.ready_ms, &r.model, &bps, 4000, &keys);
+            assert_eq!((whole.cache_read, whole.cache_write_5m), (kept.cache_read, kept.cache_write_5m));
+            (whole.cache_read, whole.cache_write_5m)
+        };
+        assert_eq!(both(at(0, 0)), (0, 4000));
+        assert_eq!(both(at(1000, 0)), (4000, 0));
+        assert_eq!(both(at(2000, 7)), (2000, 2000));
+        assert_eq!(both(at(3000, 7)), (4000, 0));
+        assert_eq!(both(at(4000, 0)), (4000, 0));
+    }
+
     #[test]
     fn parallel_requests_write_until_the_first_response_starts() {
         let mut sim = CacheSim::new(SimConfig { ready_delay_ms: 2000, ..SimConfig::default() });

@@ -58,7 +58,7 @@ pub(crate) mod test_util {
     }
 
     pub(crate) fn req(at_ms: u64, model: &str, blocks: Vec<SimBlock>) -> SimRequest {
-        SimRequest { at_ms, model: model.into(), scope: 0, blocks, ready_ms: 0 }
+        SimRequest { at_ms, model: model.into(), scope: 0, thinking: 0, blocks, ready_ms: 0 }
     }
 
     pub(crate) const M5: Option<Ttl> = Some(Ttl::FiveMinutes);
