@@ -14,8 +14,8 @@ pub struct ReleaseTraits {
     /// the Read tool" message and its text, a todo reminder, the IDE's
     /// context; none is written to the transcript) are sent only by the
     /// requests of that prompt: the next prompt sends it without them, so
-    /// the cache breaks at that prompt's message. (In a terminal, every
-    /// release keeps them.)
+    /// the cache breaks at that prompt's message. (In a terminal, the
+    /// releases captured keep them: see [`ATTACHMENTS_KEPT_FROM`].)
     pub attachments_one_prompt: bool,
     /// The request's messages carry two breakpoints: on the last block of
     /// each of its last two messages (none on a message whose last block

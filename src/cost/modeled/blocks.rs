@@ -100,12 +100,18 @@ impl ChainIn {
     /// Which block of the unseen prefix arena block `i` is (0 or 1), if it
     /// is one.
     pub(super) fn unseen_part(&self, i: usize) -> Option<usize> {
-        let first = |u: usize| (i >= u && i < u + 2).then(|| i - u);
-        self.unseen.and_then(first).or_else(|| {
-            let k = self.unseen_again.partition_point(|&u| u + 1 < i);
-            self.unseen_again.get(k).copied().and_then(first)
-        })
+        unseen_part(self.unseen, &self.unseen_again, i)
     }
+}
+
+/// [`ChainIn::unseen_part`] of a chain's `unseen` and `unseen_again`
+/// (for a caller holding its arena mutably).
+pub(super) fn unseen_part(unseen: Option<usize>, again: &[usize], i: usize) -> Option<usize> {
+    let first = |u: usize| (i >= u && i < u + 2).then(|| i - u);
+    unseen.and_then(first).or_else(|| {
+        let k = again.partition_point(|&u| u + 1 < i);
+        again.get(k).copied().and_then(first)
+    })
 }
 
 /// What pass 1 keeps of a session.
@@ -573,7 +579,10 @@ fn session_blocks<'a>(
     };
     let rules = MarkRules {
         attachments_one_prompt: out.by_pipeline && traits.attachments_one_prompt,
-        ide: out.requests.iter().any(|r| r.body.messages.last().is_some_and(|m| is_prompt(m) && has_ide_context(m))),
+        // Only read where it matters.
+        ide: out.by_pipeline
+            && traits.attachments_one_prompt
+            && out.requests.iter().any(|r| r.body.messages.last().is_some_and(|m| is_prompt(m) && has_ide_context(m))),
         infer_thinking: sin.unseen_prompt,
         thought: &thought,
     };

@@ -7,7 +7,7 @@
 //!
 //! No cache simulation here (pass 3 is `replay`).
 
-use super::blocks::ChainIn;
+use super::blocks::{ChainIn, unseen_part};
 use super::options::ModelOptions;
 use crate::cost::sim::{BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
 use rayon::prelude::*;
@@ -199,9 +199,8 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
     // before the rest of the total is spread.
     let (sizes, from_read) = unseen_split(c, unseen_residual(c, est), unseen_default);
     let first = c.unseen;
-    let parts: Vec<Option<usize>> = (0..c.arena.len()).map(|i| c.unseen_part(i)).collect();
     for (i, (b, f)) in c.arena.iter_mut().zip(&c.feats).enumerate() {
-        b.tokens = if let Some(part) = parts[i] {
+        b.tokens = if let Some(part) = unseen_part(first, &c.unseen_again, i) {
             // Again (after a change): the sizes the first request gave,
             // kept when the rest of the request is pinned.
             b.pinned = from_read || first.is_none_or(|u| i >= u + 2);

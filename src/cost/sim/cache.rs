@@ -537,8 +537,6 @@ mod tests {
         assert_eq!(sim.step(&req(59 * MIN + 61 * MIN, SONNET, prefix_2000(H1))).cache_write_1h, 2000);
     }
 
-    /// facts §1.4 "Parallel fan-out": an entry is usable once the first
-    /// response has started; with that delay, parallel requests all write.
     /// Another thinking config invalidates the messages' cache, not the
     /// tools' or the system's (facts §1.5), the keys kept across requests
     /// (`PrefixKeys`) the same as built whole; the entry written with the
@@ -571,6 +569,8 @@ mod tests {
         assert_eq!(both(at(4000, 0)), (4000, 0));
     }
 
+    /// facts §1.4 "Parallel fan-out": an entry is usable once the first
+    /// response has started; with that delay, parallel requests all write.
     #[test]
     fn parallel_requests_write_until_the_first_response_starts() {
         let mut sim = CacheSim::new(SimConfig { ready_delay_ms: 2000, ..SimConfig::default() });
