@@ -220,7 +220,8 @@ where
 }
 
 thread_local! {
-    /// This thread's arena between two sessions, reset (see [`guarded`]).
+    /// This thread's arena between two sessions, reset (see [`guarded`]);
+    /// a streamed run's worker frees it once no session is left for it.
     static ARENA: Cell<Option<Bump>> = const { Cell::new(None) };
 }
 
@@ -362,6 +363,13 @@ where
                     break;
                 }
             };
+            // No session is left for this worker: its thread's arena (kept
+            // between sessions, see `guarded`) is freed, not held through
+            // what the caller does next (the modeled cost's replay).
+            let worker = |tx: mpsc::Sender<(usize, R)>| {
+                worker(tx);
+                drop(ARENA.take());
+            };
             let spawn_all = || {
                 rayon::scope(|s| {
                     for _ in 0..threads {
@@ -433,6 +441,43 @@ mod tests {
                 ]
             );
         }
+    }
+
+    #[test]
+    fn a_streamed_run_leaves_no_arena_on_its_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        for s in ["a", "b", "c", "d"] {
+            std::fs::write(dir.path().join(format!("{s}.jsonl")), "{\"type\":\"summary\"}\n").unwrap();
+        }
+        let disc = discover(&[dir.path().to_path_buf()]);
+        let run = RunOptions::with_threads(Some(2));
+        let kept = |pool: &rayon::ThreadPool| {
+            pool.broadcast(|_| {
+                let arena = ARENA.take();
+                let kept = arena.is_some();
+                ARENA.set(arena);
+                kept
+            })
+        };
+        let pool = run.pool.as_ref().unwrap();
+        // A run that keeps them (the arena is reused between sessions).
+        assert_eq!(for_each_session(&disc, &run, |s| s.files().count()).len(), 4);
+        assert!(kept(pool).contains(&true));
+        let mut seen = 0;
+        stream_sessions(
+            &disc,
+            &run,
+            |_| 0,
+            |_| 0,
+            |_, s| s.files().count(),
+            |n| {
+                seen += n;
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, 4);
+        assert_eq!(kept(pool), vec![false, false]);
     }
 
     #[test]

@@ -157,6 +157,8 @@ fn model(
     };
     rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing);
     report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing, keep_lines, opts.keep_turns);
+    // Summed: not held beside each what-if's predictions.
+    drop(base);
     rep.what_if =
         report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);
     (rep, lines)
