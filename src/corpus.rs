@@ -292,7 +292,77 @@ where
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
     S: FnMut(R) -> std::io::Result<()>,
 {
-    let work = |group: &SessionGroup| map_group(disc, group, run, &f).unwrap_or_else(&on_error);
+    let f = |bump: &Bump, session: &Session<'_, '_>, _: &Early<'_>| f(bump, session);
+    stream_sessions_early(disc, run, size, on_error, f, only_done(sink))
+}
+
+/// A sink of [`stream_groups`]'s parts for a caller that sends no early
+/// part.
+fn only_done<R>(mut sink: impl FnMut(R) -> std::io::Result<()>) -> impl FnMut(Part<R>) -> std::io::Result<()> {
+    move |part| match part {
+        Part::Done(r) => sink(r),
+        Part::Early(_) => Ok(()),
+    }
+}
+
+/// What a worker hands the consumer of [`stream_sessions_early`].
+pub enum Part<R> {
+    /// Bytes of the session the consumer takes next, before it is done
+    /// ([`Early::send`]): they go out first, in the order sent.
+    Early(Vec<u8>),
+    /// The session's result.
+    Done(R),
+}
+
+/// A worker's way to hand its session's output to the consumer before the
+/// session is done, taken only while every session before it has been
+/// consumed (then the bytes can go out at once, in order): a session whose
+/// output is too large to hold (a long session's batch format) streams
+/// through it instead of waiting whole.
+pub struct Early<'w> {
+    index: usize,
+    send: &'w (dyn Fn(usize, Vec<u8>) -> Result<(), Vec<u8>> + Sync),
+    next: &'w (dyn Fn(usize) -> bool + Sync),
+}
+
+impl Early<'_> {
+    /// Whether every session before this one has been consumed (then
+    /// [`Early::send`] takes the bytes; it stays so until this session is).
+    pub fn is_next(&self) -> bool {
+        (self.next)(self.index)
+    }
+
+    /// Hand `bytes` to the consumer when this session is the next it takes
+    /// (waiting while [`EARLY_BYTES`] sent before are not written yet);
+    /// else they come back. After a failed write the run is stopping: they
+    /// are dropped.
+    pub fn send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
+        (self.send)(self.index, bytes)
+    }
+}
+
+/// Early bytes sent and not yet written above which a worker waits.
+const EARLY_BYTES: usize = 8 << 20;
+
+/// [`stream_sessions`], `f` given an [`Early`] to stream its session's
+/// output, `sink` its parts.
+pub fn stream_sessions_early<R, F, S>(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    size: impl Fn(&R) -> usize + Sync,
+    on_error: impl Fn(Diagnostic) -> R + Sync,
+    f: F,
+    sink: S,
+) -> std::io::Result<()>
+where
+    R: Send,
+    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>, &Early<'_>) -> R + Sync,
+    S: FnMut(Part<R>) -> std::io::Result<()>,
+{
+    let work = |group: &SessionGroup, early: &Early<'_>| {
+        map_group(disc, group, run, &|bump: &Bump, session: &Session<'_, '_>| f(bump, session, early))
+            .unwrap_or_else(&on_error)
+    };
     stream_groups(disc, run, size, work, sink)
 }
 
@@ -310,8 +380,8 @@ where
     F: for<'a, 'd> Fn(&'a Bump, &ScannedSession<'a, 'd>) -> R + Sync,
     S: FnMut(R) -> std::io::Result<()>,
 {
-    let work = |group: &SessionGroup| map_scanned_group(disc, group, run, &f).unwrap_or_else(&on_error);
-    stream_groups(disc, run, size, work, sink)
+    let work = |group: &SessionGroup, _: &Early<'_>| map_scanned_group(disc, group, run, &f).unwrap_or_else(&on_error);
+    stream_groups(disc, run, size, work, only_done(sink))
 }
 
 /// The engine of [`stream_sessions`]: `work` on every group, results to
@@ -320,12 +390,12 @@ fn stream_groups<R, S>(
     disc: &Discovery,
     run: &RunOptions<'_>,
     size: impl Fn(&R) -> usize + Sync,
-    work: impl Fn(&SessionGroup) -> R + Sync,
+    work: impl Fn(&SessionGroup, &Early<'_>) -> R + Sync,
     mut sink: S,
 ) -> std::io::Result<()>
 where
     R: Send,
-    S: FnMut(R) -> std::io::Result<()>,
+    S: FnMut(Part<R>) -> std::io::Result<()>,
 {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, mpsc};
@@ -335,13 +405,35 @@ where
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let pending_bytes = AtomicUsize::new(0);
+    let early_bytes = AtomicUsize::new(0);
     let written = (Mutex::new(0usize), Condvar::new());
     let mut result: std::io::Result<()> = Ok(());
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(usize, R)>();
+        let (tx, rx) = mpsc::channel::<(usize, Part<R>)>();
         let (next, stop, written, work, pending_bytes, size) = (&next, &stop, &written, &work, &pending_bytes, &size);
+        let early_bytes = &early_bytes;
         scope.spawn(move || {
-            let worker = |tx: mpsc::Sender<(usize, R)>| loop {
+            let send_early = |i: usize, bytes: Vec<u8>| -> Result<(), Vec<u8>> {
+                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                if *done != i {
+                    return Err(bytes);
+                }
+                while early_bytes.load(Ordering::Relaxed) > EARLY_BYTES && !stop.load(Ordering::Relaxed) {
+                    done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                }
+                drop(done);
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                early_bytes.fetch_add(bytes.len(), Ordering::Relaxed);
+                // The consumer gone (it stopped): nothing more is written.
+                let _ = tx.send((i, Part::Early(bytes)));
+                Ok(())
+            };
+            let send_early = &send_early;
+            let is_next = |i: usize| *written.0.lock().unwrap_or_else(|e| e.into_inner()) == i;
+            let is_next = &is_next;
+            let worker = |tx: mpsc::Sender<(usize, Part<R>)>| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= groups.len() || stop.load(Ordering::Relaxed) {
                     break;
@@ -357,16 +449,16 @@ where
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
-                let out = work(&groups[i]);
+                let out = work(&groups[i], &Early { index: i, send: send_early, next: is_next });
                 pending_bytes.fetch_add(size(&out), Ordering::Relaxed);
-                if tx.send((i, out)).is_err() {
+                if tx.send((i, Part::Done(out))).is_err() {
                     break;
                 }
             };
             // No session is left for this worker: its thread's arena (kept
             // between sessions, see `guarded`) is freed, not held through
             // what the caller does next (the modeled cost's replay).
-            let worker = |tx: mpsc::Sender<(usize, R)>| {
+            let worker = |tx: mpsc::Sender<(usize, Part<R>)>| {
                 worker(tx);
                 drop(ARENA.take());
             };
@@ -386,13 +478,30 @@ where
         });
         let mut pending: std::collections::BTreeMap<usize, R> = std::collections::BTreeMap::new();
         let mut expect = 0usize;
-        for (i, out) in rx {
+        for (i, part) in rx {
+            let out = match part {
+                Part::Early(bytes) => {
+                    // Sent only by the session taken next (`Early`), while
+                    // it is: out at once.
+                    early_bytes.fetch_sub(bytes.len(), Ordering::Relaxed);
+                    if result.is_ok() {
+                        debug_assert_eq!(i, expect);
+                        result = sink(Part::Early(bytes));
+                        if result.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    written.1.notify_all();
+                    continue;
+                }
+                Part::Done(out) => out,
+            };
             pending.insert(i, out);
             while let Some(out) = pending.remove(&expect) {
                 expect += 1;
                 pending_bytes.fetch_sub(size(&out), Ordering::Relaxed);
                 if result.is_ok() {
-                    result = sink(out);
+                    result = sink(Part::Done(out));
                     if result.is_err() {
                         stop.store(true, Ordering::Relaxed);
                     }

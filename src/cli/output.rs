@@ -16,6 +16,19 @@ pub struct Output {
 }
 
 impl Output {
+    /// Where temporary files of this output go: the target's directory for
+    /// a file (the same file system, not a RAM-backed `/tmp`), else the
+    /// system's temporary directory.
+    pub fn scratch_dir(&self) -> std::path::PathBuf {
+        match &self.rename {
+            Some((tmp, _)) => match tmp.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => std::path::PathBuf::from("."),
+            },
+            None => std::env::temp_dir(),
+        }
+    }
+
     /// Flush, sync and rename the temporary file over the target.
     pub fn finish(mut self) -> std::io::Result<()> {
         self.inner.flush()?;

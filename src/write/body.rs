@@ -108,6 +108,18 @@ pub struct MessageSpans {
     map: rustc_hash::FxHashMap<usize, (usize, usize)>,
 }
 
+impl MessageSpans {
+    /// The buffer's first `n` bytes are gone (handed to the writer): spans
+    /// in them are forgotten, the others move down.
+    pub fn cut(&mut self, n: usize) {
+        self.map.retain(|_, (at, _)| {
+            let keep = *at >= n;
+            *at = at.wrapping_sub(n);
+            keep
+        });
+    }
+}
+
 /// [`write_body`] into a buffer that already holds earlier requests of the
 /// same session: messages written before (same node) are copied from it.
 pub fn write_body_reusing(out: &mut Vec<u8>, body: &Body<'_>, cache: &mut SegmentCache, spans: &mut MessageSpans) {
@@ -132,8 +144,13 @@ fn write_placeholder_body(
             out.push(b',');
         }
         let key = m as *const Json<'_> as usize;
-        match spans.map.get(&key) {
-            Some(&(at, len)) if at + len <= out.len() => out.extend_from_within(at..at + len),
+        match spans.map.get_mut(&key) {
+            Some(span) if span.0 + span.1 <= out.len() => {
+                // From its last copy: the bytes before may be cut.
+                let (at, len) = *span;
+                span.0 = out.len();
+                out.extend_from_within(at..at + len);
+            }
             _ => {
                 let at = out.len();
                 writer::write(out, m);

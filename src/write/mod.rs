@@ -32,7 +32,7 @@ pub use merge::{MergeSummary, merge_stores};
 use crate::assemble::Request;
 use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::{Assembler, assemble_session};
-use crate::corpus::RunOptions;
+use crate::corpus::{Early, Part, RunOptions};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::json::Json;
@@ -232,6 +232,10 @@ struct SessionOut {
     /// Written requests proven by their recorded hashes.
     proven: u64,
     approximated: bool,
+    /// Batch lines that went to a file ([`Spill`]), before `lines`.
+    spilled: Option<Spilled>,
+    /// Why the lines could not go there: the writer stops with it.
+    failed: Option<io::Error>,
 }
 
 /// A new segment's bytes: shared with the thread's [`SegmentCache`]
@@ -259,17 +263,22 @@ impl SessionOut {
 }
 
 /// Every session's output, streamed to `sink` in discovery order by the
-/// corpus runner ([`crate::corpus::stream_sessions`]), with the summary
+/// corpus runner ([`crate::corpus::stream_sessions_early`]: the bytes a
+/// session sends early first, then its [`SessionOut`]), with the summary
 /// counted on the way.
 fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
-    mut sink: impl FnMut(SessionOut) -> io::Result<()>,
-    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>) -> SessionOut + Sync,
+    mut sink: impl FnMut(Part<SessionOut>) -> io::Result<()>,
+    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>, &Early<'_>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
     let mut summary = AssembleSummary::default();
     let on_error = |diag| SessionOut { diagnostics: vec![diag], ..SessionOut::default() };
-    crate::corpus::stream_sessions(disc, run, SessionOut::size, on_error, f, |mut out: SessionOut| {
+    crate::corpus::stream_sessions_early(disc, run, SessionOut::size, on_error, f, |part| {
+        let mut out = match part {
+            Part::Early(bytes) => return sink(Part::Early(bytes)),
+            Part::Done(out) => out,
+        };
         summary.sessions += 1;
         summary.recorded_requests += out.recorded;
         summary.requests_written += out.written;
@@ -281,39 +290,167 @@ fn run_chunks(
         summary.add_release(&out);
         let diagnostics = std::mem::take(&mut out.diagnostics);
         summary.diagnostics.extend(diagnostics);
-        sink(out)
+        sink(Part::Done(out))
     })?;
     summary.sort_releases();
     summary.diagnostics.sort_by(|a, b| (&a.file, a.line, a.kind).cmp(&(&b.file, b.line, b.kind)));
     Ok(summary)
 }
 
-/// Write the batch format of every selected request to `out`.
+/// Where a session's batch lines go once they pass [`Spill::at`] bytes:
+/// an unnamed temporary file in [`Spill::dir`], until the writer copies
+/// them out in order. The batch format of every turn of a session is
+/// O(turns²) bytes (1.7 GB for one session of 4,000 short turns), which a
+/// worker must not hold in memory while it waits for the writer.
+/// A session the writer takes next hands its lines over at once instead,
+/// every [`Spill::send_at`] bytes ([`Early`]): a long session written alone
+/// streams, with no file between.
+#[derive(Debug, Clone)]
+pub struct Spill {
+    pub dir: std::path::PathBuf,
+    pub at: usize,
+    pub send_at: usize,
+}
+
+impl Spill {
+    /// Bytes of a session's batch lines held in memory before they go to a
+    /// file: sessions under it (nearly all) are written from memory, as
+    /// before.
+    pub const AT: usize = 32 << 20;
+    /// Bytes handed to the writer at a time by the session it takes next.
+    pub const SEND_AT: usize = 4 << 20;
+
+    /// Spill into `dir` past [`Spill::AT`] bytes.
+    pub fn to(dir: std::path::PathBuf) -> Self {
+        Spill { dir, at: Self::AT, send_at: Self::SEND_AT }
+    }
+}
+
+/// A session's batch lines that went to a file ([`Spill`]).
+struct Spilled {
+    file: std::fs::File,
+    bytes: u64,
+}
+
+/// The lines before `last` (where the last request's line starts) to the
+/// writer at once, while the session is the next it takes and nothing of it
+/// went to a file ([`Early`]); kept otherwise. The last line stays, moved
+/// to the front of a buffer of at least `room` bytes, for the next request
+/// to copy its messages from (`spans` moves with it).
+fn hand_over(so: &mut SessionOut, spans: &mut MessageSpans, last: usize, early: &Early<'_>, room: usize) {
+    if last == 0 || so.spilled.is_some() || so.failed.is_some() || !early.is_next() {
+        return;
+    }
+    let mut rest = Vec::with_capacity(room.max(so.lines.len() - last));
+    rest.extend_from_slice(&so.lines[last..]);
+    so.lines.truncate(last);
+    let head = std::mem::replace(&mut so.lines, rest);
+    spans.cut(last);
+    // The session is the writer's next until it is done: taken (or dropped
+    // when the run is stopping on a write error).
+    let _ = early.send(head);
+}
+
+/// Move `so.lines` to its session's spill file (made on first use). A
+/// failure is kept in `so.failed` (the writer returns it: the run stops
+/// rather than write the session without those lines) and the lines are
+/// dropped, so memory stays bounded.
+fn spill_lines(so: &mut SessionOut, spill: &Spill) {
+    if so.failed.is_none() {
+        let result = match &mut so.spilled {
+            Some(s) => s.file.write_all(&so.lines).map(|()| s),
+            None => tempfile::tempfile_in(&spill.dir)
+                .and_then(|mut file| file.write_all(&so.lines).map(|()| file))
+                .map(|file| so.spilled.insert(Spilled { file, bytes: 0 })),
+        };
+        match result {
+            Ok(s) => s.bytes += so.lines.len() as u64,
+            Err(e) => {
+                let msg = format!(
+                    "cannot hold a session's batch output in a temporary file in {}: {e}",
+                    spill.dir.display()
+                );
+                so.failed = Some(io::Error::new(e.kind(), msg));
+            }
+        }
+    }
+    so.lines.clear();
+}
+
+/// Write the batch format of every selected request to `out`; a session
+/// whose output passes [`Spill::AT`] bytes waits for the writer in a file
+/// in the system's temporary directory.
 pub fn write_batch(
     disc: &Discovery,
     run: &RunOptions<'_>,
     opts: &AssembleOptions,
     out: &mut dyn Write,
 ) -> io::Result<AssembleSummary> {
+    write_batch_spilling(disc, run, opts, out, &Spill::to(std::env::temp_dir()))
+}
+
+/// [`write_batch`], a session's output past `spill.at` bytes held in a file
+/// in `spill.dir` until it is written.
+pub fn write_batch_spilling(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    out: &mut dyn Write,
+    spill: &Spill,
+) -> io::Result<AssembleSummary> {
     let mut written = 0u64;
     let mut summary = run_chunks(
         disc,
         run,
-        |s| {
+        |part| {
+            let mut s = match part {
+                Part::Early(bytes) => {
+                    written += bytes.len() as u64;
+                    return out.write_all(&bytes);
+                }
+                Part::Done(s) => s,
+            };
+            if let Some(e) = s.failed.take() {
+                return Err(e);
+            }
+            if let Some(Spilled { mut file, bytes }) = s.spilled.take() {
+                use std::io::{Seek, SeekFrom};
+                file.seek(SeekFrom::Start(0))?;
+                let copied = io::copy(&mut io::BufReader::with_capacity(1 << 20, file), out)?;
+                if copied != bytes {
+                    let msg = format!("a session's batch output read back {copied} of the {bytes} bytes written");
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, msg));
+                }
+                written += copied;
+            }
             written += s.lines.len() as u64;
             out.write_all(&s.lines)
         },
-        |bump, session| {
+        |bump, session, early| {
             let (requests, mut so) = replay(bump, session, opts);
+            let mut bytes = 0u64;
             CACHE.with(|c| {
                 let mut cache = c.borrow_mut();
                 let mut spans = MessageSpans::default();
                 for req in select(&requests, opts.turns) {
+                    let before = so.lines.len();
                     batch_line(&mut so.lines, req, &mut cache, &mut spans);
+                    bytes += (so.lines.len() - before) as u64;
                     so.written += 1;
+                    if so.lines.len() >= spill.send_at {
+                        let room = spill.send_at.saturating_mul(2).min(Spill::SEND_AT * 2);
+                        hand_over(&mut so, &mut spans, before, early, room);
+                    }
+                    if so.lines.len() >= spill.at {
+                        spill_lines(&mut so, spill);
+                        spans.cut(usize::MAX);
+                    }
                 }
             });
-            so.batch_bytes = so.lines.len() as u64;
+            if so.spilled.is_some() && !so.lines.is_empty() {
+                spill_lines(&mut so, spill);
+            }
+            so.batch_bytes = bytes;
             // It may wait for the writer: keep only its bytes, not the
             // growth slack of the buffer.
             so.lines.shrink_to_fit();
@@ -428,7 +565,9 @@ fn write_dedup_into(
     let mut summary = run_chunks(
         disc,
         run,
-        |s| {
+        |part| {
+            // The dedup writer sends nothing early.
+            let Part::Done(s) = part else { return Ok(()) };
             for (id, seg) in &s.segments {
                 if seen.insert(*id) {
                     let bytes = s.bytes(seg);
@@ -443,7 +582,7 @@ fn write_dedup_into(
             recipe_bytes += s.lines.len() as u64;
             recipes.write_all(&s.lines)
         },
-        |bump, session| {
+        |bump, session, _| {
             let (requests, mut so) = replay(bump, session, opts);
             CACHE.with(|c| dedup_session(&requests, opts.turns, &mut c.borrow_mut(), &mut so));
             so

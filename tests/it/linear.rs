@@ -7,7 +7,7 @@ use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
-use ctxasm::write::{AssembleOptions, Turns, expand, write_batch, write_dedup};
+use ctxasm::write::{AssembleOptions, Spill, Turns, expand, write_batch, write_batch_spilling, write_dedup};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -193,4 +193,60 @@ fn a_keep_past_the_previous_recipe_or_an_unknown_version_is_refused() {
     std::fs::write(&manifest, m.replace("\"version\": 3", "\"version\": 4")).unwrap();
     let e = expand(&store, &mut Vec::new()).unwrap_err().to_string();
     assert!(e.contains("dedup store version 4; this ctxasm reads versions 1 to 3"), "{e}");
+}
+
+/// A session's batch output past `Spill::at` bytes waits for the writer in
+/// a file: the same bytes and summary as from memory, sessions in order,
+/// whichever of them spill (two threads; a long session and the sample
+/// corpus's); a spill that cannot be made stops the run naming where.
+#[test]
+fn batch_output_past_the_spill_size_is_written_the_same_from_a_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("long"), 60);
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/sample");
+    let disc = discover(&[tmp.path().join("long"), sample]);
+    let run = RunOptions::with_threads(Some(2));
+    let opts = pipeline(Turns::All);
+    let batch = |(at, send_at): (usize, usize), dir: &Path| {
+        let mut out = Vec::new();
+        let spill = Spill { dir: dir.to_path_buf(), at, send_at };
+        write_batch_spilling(&disc, &run, &opts, &mut out, &spill).map(|s| (out, s))
+    };
+    let never = (usize::MAX, usize::MAX);
+    let (whole, s) = batch(never, tmp.path()).unwrap();
+    assert!(s.requests_written > 100 && s.sessions > 2, "{} requests, {} sessions", s.requests_written, s.sessions);
+    assert_eq!((s.batch_bytes, s.bytes_written), (whole.len() as u64, whole.len() as u64));
+    // To a file, to the writer early, both (sent early until a file is
+    // needed, then to the file).
+    for sizes in [(1, usize::MAX), (4096, usize::MAX), (1 << 20, usize::MAX), (usize::MAX, 1), (usize::MAX, 4096), (4096, 1)] {
+        let (out, t) = batch(sizes, tmp.path()).unwrap();
+        assert!(out == whole, "spill / send past {sizes:?} bytes: {}", first_diff(&out, &whole));
+        assert_eq!(
+            (t.requests_written, t.batch_bytes, t.bytes_written, t.sessions),
+            (s.requests_written, s.batch_bytes, s.bytes_written, s.sessions)
+        );
+    }
+    // Nowhere to spill: an error that says where, never a shorter output.
+    let missing = tmp.path().join("no-such-dir");
+    let err = batch((4096, usize::MAX), &missing).unwrap_err();
+    assert!(err.to_string().contains("cannot hold a session's batch output in a temporary file in"), "{err}");
+    assert!(err.to_string().contains(&missing.display().to_string()), "{err}");
+    // Under the size nothing goes to a file.
+    assert!(batch(never, &missing).unwrap().0 == whole);
+    assert!(batch((usize::MAX, 1), &missing).unwrap().0 == whole);
+    // A session written alone is always the writer's next: it streams,
+    // nothing goes to a file (here there is none to go to).
+    let alone = discover(&[tmp.path().join("long")]);
+    let (mut by_memory, mut streamed) = (Vec::new(), Vec::new());
+    write_batch(&alone, &run, &opts, &mut by_memory).unwrap();
+    // (Its 60 lines are 4 times the spill size, each line under a third
+    // of it: held whole, they would need the file.)
+    let at = 64 << 10;
+    assert!(by_memory.len() > 4 * at && by_memory.split(|&b| b == b'\n').all(|l| l.len() < at / 3));
+    let spill = Spill { dir: missing.clone(), at, send_at: 1 };
+    let t = write_batch_spilling(&alone, &run, &opts, &mut streamed, &spill).unwrap();
+    assert_eq!(t.requests_written, 60);
+    assert!(streamed == by_memory, "{}", first_diff(&streamed, &by_memory));
+    let held = Spill { dir: missing.clone(), at, send_at: usize::MAX };
+    assert!(write_batch_spilling(&alone, &run, &opts, &mut Vec::new(), &held).is_err());
 }

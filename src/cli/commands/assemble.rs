@@ -22,7 +22,8 @@ pub fn run(args: &AssembleArgs) -> anyhow::Result<Outcome> {
     let mut summary = match args.format {
         Format::Batch => {
             let mut out = output::open(&args.output)?;
-            let summary = ctxasm::write::write_batch(&disc, &run, &opts, &mut out)?;
+            let spill = ctxasm::write::Spill::to(out.scratch_dir());
+            let summary = ctxasm::write::write_batch_spilling(&disc, &run, &opts, &mut out, &spill)?;
             // Nothing to write leaves no file (the error below says why);
             // a shard writes its output, empty or not.
             if summary.requests_written > 0 || shard.is_some() {
