@@ -298,7 +298,7 @@ where
 
 /// A sink of [`stream_groups`]'s parts for a caller that sends no early
 /// part.
-fn only_done<R>(mut sink: impl FnMut(R) -> std::io::Result<()>) -> impl FnMut(Part<R>) -> std::io::Result<()> {
+fn only_done<R>(mut sink: impl FnMut(R) -> std::io::Result<()>) -> impl FnMut(Part<'_, R>) -> std::io::Result<()> {
     move |part| match part {
         Part::Done(r) => sink(r),
         Part::Early(_) => Ok(()),
@@ -306,11 +306,17 @@ fn only_done<R>(mut sink: impl FnMut(R) -> std::io::Result<()>) -> impl FnMut(Pa
 }
 
 /// What a worker hands the consumer of [`stream_sessions_early`].
-pub enum Part<R> {
+pub enum Part<'b, R> {
     /// Bytes of the session the consumer takes next, before it is done
     /// ([`Early::send`]): they go out first, in the order sent.
-    Early(Vec<u8>),
+    Early(&'b [u8]),
     /// The session's result.
+    Done(R),
+}
+
+/// What goes through the workers' channel.
+enum Msg<R> {
+    Early(Vec<u8>),
     Done(R),
 }
 
@@ -323,6 +329,7 @@ pub struct Early<'w> {
     index: usize,
     send: &'w (dyn Fn(usize, Vec<u8>) -> Result<(), Vec<u8>> + Sync),
     next: &'w (dyn Fn(usize) -> bool + Sync),
+    buffer: &'w (dyn Fn(usize) -> Vec<u8> + Sync),
 }
 
 impl Early<'_> {
@@ -330,6 +337,12 @@ impl Early<'_> {
     /// [`Early::send`] takes the bytes; it stays so until this session is).
     pub fn is_next(&self) -> bool {
         (self.next)(self.index)
+    }
+
+    /// An empty buffer of at least `room` bytes for the next bytes to send:
+    /// one the consumer has written and given back, when there is one.
+    pub fn buffer(&self, room: usize) -> Vec<u8> {
+        (self.buffer)(room)
     }
 
     /// Hand `bytes` to the consumer when this session is the next it takes
@@ -342,7 +355,10 @@ impl Early<'_> {
 }
 
 /// Early bytes sent and not yet written above which a worker waits.
-const EARLY_BYTES: usize = 8 << 20;
+const EARLY_BYTES: usize = 4 << 20;
+
+/// Written early buffers kept for reuse ([`Early::buffer`]).
+const SPARE_BUFFERS: usize = 2;
 
 /// [`stream_sessions`], `f` given an [`Early`] to stream its session's
 /// output, `sink` its parts.
@@ -357,7 +373,7 @@ pub fn stream_sessions_early<R, F, S>(
 where
     R: Send,
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>, &Early<'_>) -> R + Sync,
-    S: FnMut(Part<R>) -> std::io::Result<()>,
+    S: FnMut(Part<'_, R>) -> std::io::Result<()>,
 {
     let work = |group: &SessionGroup, early: &Early<'_>| {
         map_group(disc, group, run, &|bump: &Bump, session: &Session<'_, '_>| f(bump, session, early))
@@ -395,7 +411,7 @@ fn stream_groups<R, S>(
 ) -> std::io::Result<()>
 where
     R: Send,
-    S: FnMut(Part<R>) -> std::io::Result<()>,
+    S: FnMut(Part<'_, R>) -> std::io::Result<()>,
 {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, mpsc};
@@ -406,10 +422,12 @@ where
     let stop = AtomicBool::new(false);
     let pending_bytes = AtomicUsize::new(0);
     let early_bytes = AtomicUsize::new(0);
+    let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+    let spare = &spare;
     let written = (Mutex::new(0usize), Condvar::new());
     let mut result: std::io::Result<()> = Ok(());
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(usize, Part<R>)>();
+        let (tx, rx) = mpsc::channel::<(usize, Msg<R>)>();
         let (next, stop, written, work, pending_bytes, size) = (&next, &stop, &written, &work, &pending_bytes, &size);
         let early_bytes = &early_bytes;
         scope.spawn(move || {
@@ -427,13 +445,19 @@ where
                 }
                 early_bytes.fetch_add(bytes.len(), Ordering::Relaxed);
                 // The consumer gone (it stopped): nothing more is written.
-                let _ = tx.send((i, Part::Early(bytes)));
+                let _ = tx.send((i, Msg::Early(bytes)));
                 Ok(())
             };
             let send_early = &send_early;
             let is_next = |i: usize| *written.0.lock().unwrap_or_else(|e| e.into_inner()) == i;
             let is_next = &is_next;
-            let worker = |tx: mpsc::Sender<(usize, Part<R>)>| loop {
+            let buffer = |room: usize| {
+                let mut b = spare.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
+                b.reserve(room);
+                b
+            };
+            let buffer = &buffer;
+            let worker = |tx: mpsc::Sender<(usize, Msg<R>)>| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= groups.len() || stop.load(Ordering::Relaxed) {
                     break;
@@ -449,16 +473,16 @@ where
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
-                let out = work(&groups[i], &Early { index: i, send: send_early, next: is_next });
+                let out = work(&groups[i], &Early { index: i, send: send_early, next: is_next, buffer });
                 pending_bytes.fetch_add(size(&out), Ordering::Relaxed);
-                if tx.send((i, Part::Done(out))).is_err() {
+                if tx.send((i, Msg::Done(out))).is_err() {
                     break;
                 }
             };
             // No session is left for this worker: its thread's arena (kept
             // between sessions, see `guarded`) is freed, not held through
             // what the caller does next (the modeled cost's replay).
-            let worker = |tx: mpsc::Sender<(usize, Part<R>)>| {
+            let worker = |tx: mpsc::Sender<(usize, Msg<R>)>| {
                 worker(tx);
                 drop(ARENA.take());
             };
@@ -480,21 +504,29 @@ where
         let mut expect = 0usize;
         for (i, part) in rx {
             let out = match part {
-                Part::Early(bytes) => {
+                Msg::Early(mut bytes) => {
                     // Sent only by the session taken next (`Early`), while
                     // it is: out at once.
                     early_bytes.fetch_sub(bytes.len(), Ordering::Relaxed);
                     if result.is_ok() {
                         debug_assert_eq!(i, expect);
-                        result = sink(Part::Early(bytes));
+                        result = sink(Part::Early(&bytes));
                         if result.is_err() {
                             stop.store(true, Ordering::Relaxed);
                         }
                     }
+                    // The buffer back for the worker's next bytes: memory it
+                    // has touched, not fresh pages for every part.
+                    bytes.clear();
+                    let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
+                    if spare.len() < SPARE_BUFFERS {
+                        spare.push(bytes);
+                    }
+                    drop(spare);
                     written.1.notify_all();
                     continue;
                 }
-                Part::Done(out) => out,
+                Msg::Done(out) => out,
             };
             pending.insert(i, out);
             while let Some(out) = pending.remove(&expect) {

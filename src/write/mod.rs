@@ -269,7 +269,7 @@ impl SessionOut {
 fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
-    mut sink: impl FnMut(Part<SessionOut>) -> io::Result<()>,
+    mut sink: impl FnMut(Part<'_, SessionOut>) -> io::Result<()>,
     f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>, &Early<'_>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
     let mut summary = AssembleSummary::default();
@@ -318,7 +318,7 @@ impl Spill {
     /// before.
     pub const AT: usize = 32 << 20;
     /// Bytes handed to the writer at a time by the session it takes next.
-    pub const SEND_AT: usize = 4 << 20;
+    pub const SEND_AT: usize = 2 << 20;
 
     /// Spill into `dir` past [`Spill::AT`] bytes.
     pub fn to(dir: std::path::PathBuf) -> Self {
@@ -341,7 +341,7 @@ fn hand_over(so: &mut SessionOut, spans: &mut MessageSpans, last: usize, early: 
     if last == 0 || so.spilled.is_some() || so.failed.is_some() || !early.is_next() {
         return;
     }
-    let mut rest = Vec::with_capacity(room.max(so.lines.len() - last));
+    let mut rest = early.buffer(room.max(so.lines.len() - last));
     rest.extend_from_slice(&so.lines[last..]);
     so.lines.truncate(last);
     let head = std::mem::replace(&mut so.lines, rest);
@@ -366,10 +366,8 @@ fn spill_lines(so: &mut SessionOut, spill: &Spill) {
         match result {
             Ok(s) => s.bytes += so.lines.len() as u64,
             Err(e) => {
-                let msg = format!(
-                    "cannot hold a session's batch output in a temporary file in {}: {e}",
-                    spill.dir.display()
-                );
+                let msg =
+                    format!("cannot hold a session's batch output in a temporary file in {}: {e}", spill.dir.display());
                 so.failed = Some(io::Error::new(e.kind(), msg));
             }
         }
@@ -406,7 +404,7 @@ pub fn write_batch_spilling(
             let mut s = match part {
                 Part::Early(bytes) => {
                     written += bytes.len() as u64;
-                    return out.write_all(&bytes);
+                    return out.write_all(bytes);
                 }
                 Part::Done(s) => s,
             };
@@ -437,8 +435,12 @@ pub fn write_batch_spilling(
                     batch_line(&mut so.lines, req, &mut cache, &mut spans);
                     bytes += (so.lines.len() - before) as u64;
                     so.written += 1;
-                    if so.lines.len() >= spill.send_at {
-                        let room = spill.send_at.saturating_mul(2).min(Spill::SEND_AT * 2);
+                    // The last line stays (it is copied): handed over once
+                    // it is at most a quarter of the buffer, so a session of
+                    // long requests copies a quarter more, not twice.
+                    let kept = so.lines.len() - before;
+                    if so.lines.len() >= spill.send_at && kept.saturating_mul(4) <= so.lines.len() {
+                        let room = spill.send_at.min(Spill::SEND_AT).max(2 * kept);
                         hand_over(&mut so, &mut spans, before, early, room);
                     }
                     if so.lines.len() >= spill.at {

@@ -218,7 +218,9 @@ fn batch_output_past_the_spill_size_is_written_the_same_from_a_file() {
     assert_eq!((s.batch_bytes, s.bytes_written), (whole.len() as u64, whole.len() as u64));
     // To a file, to the writer early, both (sent early until a file is
     // needed, then to the file).
-    for sizes in [(1, usize::MAX), (4096, usize::MAX), (1 << 20, usize::MAX), (usize::MAX, 1), (usize::MAX, 4096), (4096, 1)] {
+    for sizes in
+        [(1, usize::MAX), (4096, usize::MAX), (1 << 20, usize::MAX), (usize::MAX, 1), (usize::MAX, 4096), (4096, 1)]
+    {
         let (out, t) = batch(sizes, tmp.path()).unwrap();
         assert!(out == whole, "spill / send past {sizes:?} bytes: {}", first_diff(&out, &whole));
         assert_eq!(
