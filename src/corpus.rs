@@ -346,19 +346,14 @@ impl Early<'_> {
     }
 
     /// Hand `bytes` to the consumer when this session is the next it takes
-    /// (waiting while [`EARLY_BYTES`] sent before are not written yet);
-    /// else they come back. After a failed write the run is stopping: they
+    /// (waiting while the bytes sent before are not written yet: one part
+    /// is written while the next is made, and its buffer comes back through
+    /// [`Early::buffer`]); else they come back. After a failed write the run is stopping: they
     /// are dropped.
     pub fn send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
         (self.send)(self.index, bytes)
     }
 }
-
-/// Early bytes sent and not yet written above which a worker waits.
-const EARLY_BYTES: usize = 4 << 20;
-
-/// Written early buffers kept for reuse ([`Early::buffer`]).
-const SPARE_BUFFERS: usize = 2;
 
 /// [`stream_sessions`], `f` given an [`Early`] to stream its session's
 /// output, `sink` its parts.
@@ -436,7 +431,7 @@ where
                 if *done != i {
                     return Err(bytes);
                 }
-                while early_bytes.load(Ordering::Relaxed) > EARLY_BYTES && !stop.load(Ordering::Relaxed) {
+                while early_bytes.load(Ordering::Relaxed) > 0 && !stop.load(Ordering::Relaxed) {
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
@@ -507,7 +502,7 @@ where
                 Msg::Early(mut bytes) => {
                     // Sent only by the session taken next (`Early`), while
                     // it is: out at once.
-                    early_bytes.fetch_sub(bytes.len(), Ordering::Relaxed);
+                    let n = bytes.len();
                     if result.is_ok() {
                         debug_assert_eq!(i, expect);
                         result = sink(Part::Early(&bytes));
@@ -519,10 +514,15 @@ where
                     // has touched, not fresh pages for every part.
                     bytes.clear();
                     let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
-                    if spare.len() < SPARE_BUFFERS {
+                    if spare.is_empty() {
                         spare.push(bytes);
                     }
                     drop(spare);
+                    // Under the lock a waiting worker checks it with: its
+                    // wakeup cannot be lost between its check and its wait.
+                    let done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                    early_bytes.fetch_sub(n, Ordering::Relaxed);
+                    drop(done);
                     written.1.notify_all();
                     continue;
                 }

@@ -252,3 +252,39 @@ fn batch_output_past_the_spill_size_is_written_the_same_from_a_file() {
     let held = Spill { dir: missing.clone(), at, send_at: usize::MAX };
     assert!(write_batch_spilling(&alone, &run, &opts, &mut Vec::new(), &held).is_err());
 }
+
+/// A writer that takes `left` bytes, then fails.
+struct FailAfter {
+    left: usize,
+}
+
+impl std::io::Write for FailAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other("disk full"));
+        }
+        let n = buf.len().min(self.left);
+        self.left -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A write that fails while a session streams to the writer stops the run
+/// with that error (no hang, no success), whichever part it fails in.
+#[test]
+fn a_failed_write_while_a_session_streams_stops_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("long"), 60);
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/sample");
+    let disc = discover(&[tmp.path().join("long"), sample]);
+    let run = RunOptions::with_threads(Some(2));
+    let spill = Spill { dir: tmp.path().to_path_buf(), at: 1 << 20, send_at: 1 };
+    for left in [0, 1, 5_000, 100_000] {
+        let err =
+            write_batch_spilling(&disc, &run, &pipeline(Turns::All), &mut FailAfter { left }, &spill).unwrap_err();
+        assert_eq!(err.to_string(), "disk full", "after {left} bytes");
+    }
+}
