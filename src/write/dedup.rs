@@ -16,6 +16,14 @@ pub fn write_dedup(
     write_dedup_store(disc, run, opts, dir, false)
 }
 
+/// Bytes of new segments and recipes a session hands to the writer at a
+/// time while it is the writer's next ([`write_dedup_store_sending`]).
+/// Small: a part is held twice over while it grows and once more while it
+/// is written, beside the session's own state. At 2 MiB (the batch
+/// format's [`Spill::SEND_AT`]) a generated session of 8,000 turns peaked
+/// at 54.2 MiB; at 256 KiB, 50.3 MiB, and smaller parts gave no less.
+const SEND_AT: usize = 256 << 10;
+
 /// [`write_dedup`]; with `keep_empty`, a store without a request is
 /// written too (a shard of a corpus may hold none, and `merge` takes it).
 pub fn write_dedup_store(
@@ -25,7 +33,7 @@ pub fn write_dedup_store(
     dir: &Path,
     keep_empty: bool,
 ) -> io::Result<AssembleSummary> {
-    write_dedup_store_sending(disc, run, opts, dir, keep_empty, Spill::SEND_AT)
+    write_dedup_store_sending(disc, run, opts, dir, keep_empty, SEND_AT)
 }
 
 /// [`write_dedup_store`], the session the writer takes next handing its
