@@ -252,6 +252,7 @@ fn fixture_report_default_assembler() -> CostReport {
             ..Default::default()
         },
     )
+    .expect("the modeled cost")
 }
 
 /// The fixtures as `ctxasm cost --html` models them: mode auto with the
@@ -272,6 +273,7 @@ fn fixture_report() -> CostReport {
             ..Default::default()
         },
     )
+    .expect("the modeled cost")
 }
 
 #[test]

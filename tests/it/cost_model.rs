@@ -22,7 +22,7 @@ fn auto() -> Assembler {
 }
 
 fn model(paths: &[PathBuf], opts: &ModelOptions) -> CostReport {
-    cost_report(&discover(paths), &RunOptions::default(), &auto(), &Pricing::builtin(), opts)
+    cost_report(&discover(paths), &RunOptions::default(), &auto(), &Pricing::builtin(), opts).expect("the modeled cost")
 }
 
 /// `v` without its `cache_control` members, at any depth (what two
@@ -196,7 +196,8 @@ fn real_fixtures_modeled_against_recorded() {
         &auto(),
         &Pricing::builtin(),
         &ModelOptions::default(),
-    );
+    )
+    .expect("the modeled cost");
     assert_eq!(one.modeled, rep.modeled);
     assert_eq!(one.accuracy, rep.accuracy);
 }

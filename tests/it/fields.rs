@@ -50,7 +50,8 @@ fn smaller_trees_build_the_same_requests_and_cost() {
         assert_eq!(batch(Fields::Requests), (whole, n), "{}", root.display());
         requests += n;
         let cost = |fields: Fields| {
-            let r = cost_report(&disc, &run(fields), &auto(), &Pricing::builtin(), &ModelOptions::default());
+            let r = cost_report(&disc, &run(fields), &auto(), &Pricing::builtin(), &ModelOptions::default())
+                .expect("the modeled cost");
             serde_json::to_value(&r).unwrap()
         };
         assert_eq!(cost(Fields::RequestsAndUsage), cost(Fields::All), "{}", root.display());

@@ -209,11 +209,12 @@ fn modeled(
     run.read.fields = ctxasm::input::Fields::RequestsAndUsage;
     let (report, partial) = match &shard {
         Some(s) => {
-            let (report, lines) = ctxasm::cost::modeled::cost_report_and_lines(&disc, &run, &assembler, pricing, &opts);
+            let (report, lines) =
+                ctxasm::cost::modeled::cost_report_and_lines(&disc, &run, &assembler, pricing, &opts)?;
             let partial = Partial::modeled(s.shard, s.by, &report, &lines);
             (report, Some(partial))
         }
-        None => (ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts), None),
+        None => (ctxasm::cost::modeled::cost_report(&disc, &run, &assembler, pricing, &opts)?, None),
     };
     progress::finish(&bar);
     print_diagnostics(&report.diagnostics);

@@ -7,6 +7,7 @@
 //! Token counts are left 0 (pass 2 gives them); nothing is simulated.
 
 use super::options::ModelOptions;
+use super::store::ChainStore;
 use crate::assemble::{Assembler, assemble_session};
 use crate::assemble::{Body, Request};
 use crate::corpus::{RunOptions, Session, stream_sessions};
@@ -74,7 +75,7 @@ pub(super) struct ReqIn {
 }
 
 /// One chain stored once.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct ChainIn {
     pub(super) session: usize,
     pub(super) arena: Vec<SimBlock>,
@@ -1119,7 +1120,7 @@ pub(super) fn read_corpus(
     assembler: &Assembler,
     opts: &ModelOptions,
     keep_lines: bool,
-) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
+) -> (Vec<SessionIn>, ChainStore, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
     read_corpus_with(disc, run, assembler, opts, keep_lines, false)
 }
 
@@ -1132,10 +1133,12 @@ fn read_corpus_with(
     opts: &ModelOptions,
     keep_lines: bool,
     whole: bool,
-) -> (Vec<SessionIn>, Vec<ChainIn>, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
+) -> (Vec<SessionIn>, ChainStore, Vec<Diagnostic>, usage::CorpusUsage, usage::FileCandidates) {
     let mut diagnostics = disc.diagnostics.clone();
     let mut sessions: Vec<SessionIn> = Vec::new();
-    let mut chains: Vec<ChainIn> = Vec::new();
+    // Each chain stored as its session comes, not held.
+    let mut chains = ChainStore::new();
+    let mut buf = Vec::new();
     let mut recorded = usage::CorpusUsage::default();
     let mut full_lines = Vec::new();
     let mut groups = disc.groups.iter();
@@ -1144,10 +1147,10 @@ fn read_corpus_with(
         match result {
             Ok((s, cs, lines, mut full)) => {
                 let idx = sessions.len();
-                chains.extend(cs.into_iter().map(|mut c| {
+                for mut c in cs {
                     c.session = idx;
-                    c
-                }));
+                    chains.push(&c, &mut buf);
+                }
                 sessions.push(s);
                 recorded.add(group, Some(lines));
                 full_lines.append(&mut full);
@@ -1338,7 +1341,8 @@ mod tests {
                     let (_, inc, ..) = read_corpus_with(&disc, &run, &assembler, &opts, false, false);
                     let (_, whole, ..) = read_corpus_with(&disc, &run, &assembler, &opts, false, true);
                     assert_eq!(inc.len(), whole.len(), "{}", dir.display());
-                    for (a, b) in inc.iter().zip(&whole) {
+                    for (a, b) in inc.each().zip(whole.each()) {
+                        let ((_, a), (_, b)) = (a.unwrap(), b.unwrap());
                         let at = format!("{} {mode:?}: session {}", dir.display(), a.session);
                         assert_eq!(a.session, b.session, "{at}");
                         assert_eq!((a.unseen, &a.unseen_again), (b.unseen, &b.unseen_again), "{at}");

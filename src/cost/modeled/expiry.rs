@@ -6,6 +6,7 @@
 //! cost is what writing those tokens cost over reading them.
 
 use super::blocks::{ChainIn, SessionIn};
+use super::store::ChainStore;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
 use crate::cost::tokens::TokenCounts;
@@ -68,51 +69,68 @@ fn sort(sessions: &mut [TtlMissSession]) {
 
 /// The pauses of every chain that let its cache expire (see the module
 /// docs).
-pub(super) fn ttl_misses(sessions: &[SessionIn], chains: &[ChainIn], pricing: &Pricing) -> TtlMisses {
+pub(super) fn ttl_misses(sessions: &[SessionIn], chains: &ChainStore, pricing: &Pricing) -> std::io::Result<TtlMisses> {
     let mut per: Vec<Option<TtlMissSession>> = vec![None; sessions.len()];
     let mut out = TtlMisses::default();
-    for c in chains {
-        let mut prev: Option<(u64, TokenCounts)> = None;
-        for r in &c.reqs {
-            let Some(t) = r.recorded else { continue };
-            if let Some((at, p)) = prev.replace((r.at_ms, t)) {
-                let ttl = if p.cache_write_1h > 0 || t.cache_write_1h > 0 { ONE_HOUR_MS } else { FIVE_MINUTES_MS };
-                let pause = r.at_ms.saturating_sub(at);
-                let rewritten = t.cache_write().min(p.total_input().saturating_sub(t.cache_read));
-                if pause < ttl || rewritten < MIN_REWRITE {
-                    continue;
-                }
-                let as_write = if t.cache_write_1h > 0 {
-                    TokenCounts { cache_write_1h: rewritten, ..TokenCounts::default() }
-                } else {
-                    TokenCounts { cache_write_5m: rewritten, ..TokenCounts::default() }
-                };
-                let as_read = TokenCounts { cache_read: rewritten, ..TokenCounts::default() };
-                let extra = match (pricing.cost(&r.model, &as_write), pricing.cost(&r.model, &as_read)) {
-                    (Some(w), Some(rd)) => w - rd,
-                    _ => 0.0,
-                };
-                let s = &sessions[c.session];
-                let row = per[c.session].get_or_insert_with(|| TtlMissSession {
-                    session_id: s.session_id.clone(),
-                    project: s.project.clone(),
-                    shortest_pause_s: u64::MAX,
-                    ..TtlMissSession::default()
-                });
-                row.requests += 1;
-                row.tokens_rewritten += rewritten;
-                row.extra_cost_usd += extra;
-                row.shortest_pause_s = row.shortest_pause_s.min(pause / 1000);
-                row.longest_pause_s = row.longest_pause_s.max(pause / 1000);
-                out.requests += 1;
-                out.tokens_rewritten += rewritten;
-                out.extra_cost_usd += extra;
-            }
+    // Found per chain in parallel, summed in chain order.
+    for (session, misses) in chains.map(|_, c| (c.session, chain_misses(c, pricing)))? {
+        for m in misses {
+            let s = &sessions[session];
+            let row = per[session].get_or_insert_with(|| TtlMissSession {
+                session_id: s.session_id.clone(),
+                project: s.project.clone(),
+                shortest_pause_s: u64::MAX,
+                ..TtlMissSession::default()
+            });
+            row.requests += 1;
+            row.tokens_rewritten += m.rewritten;
+            row.extra_cost_usd += m.extra;
+            row.shortest_pause_s = row.shortest_pause_s.min(m.pause / 1000);
+            row.longest_pause_s = row.longest_pause_s.max(m.pause / 1000);
+            out.requests += 1;
+            out.tokens_rewritten += m.rewritten;
+            out.extra_cost_usd += m.extra;
         }
     }
     out.sessions = per.into_iter().flatten().collect();
     sort(&mut out.sessions);
-    out
+    Ok(out)
+}
+
+/// A request of a chain that wrote again what its cache had before a pause.
+struct Miss {
+    rewritten: u64,
+    extra: f64,
+    pause: u64,
+}
+
+/// The [`Miss`]es of one chain, in order.
+fn chain_misses(c: &ChainIn, pricing: &Pricing) -> Vec<Miss> {
+    let mut misses = Vec::new();
+    let mut prev: Option<(u64, TokenCounts)> = None;
+    for r in &c.reqs {
+        let Some(t) = r.recorded else { continue };
+        if let Some((at, p)) = prev.replace((r.at_ms, t)) {
+            let ttl = if p.cache_write_1h > 0 || t.cache_write_1h > 0 { ONE_HOUR_MS } else { FIVE_MINUTES_MS };
+            let pause = r.at_ms.saturating_sub(at);
+            let rewritten = t.cache_write().min(p.total_input().saturating_sub(t.cache_read));
+            if pause < ttl || rewritten < MIN_REWRITE {
+                continue;
+            }
+            let as_write = if t.cache_write_1h > 0 {
+                TokenCounts { cache_write_1h: rewritten, ..TokenCounts::default() }
+            } else {
+                TokenCounts { cache_write_5m: rewritten, ..TokenCounts::default() }
+            };
+            let as_read = TokenCounts { cache_read: rewritten, ..TokenCounts::default() };
+            let extra = match (pricing.cost(&r.model, &as_write), pricing.cost(&r.model, &as_read)) {
+                (Some(w), Some(rd)) => w - rd,
+                _ => 0.0,
+            };
+            misses.push(Miss { rewritten, extra, pause });
+        }
+    }
+    misses
 }
 
 #[cfg(test)]
@@ -178,7 +196,7 @@ mod tests {
                 ..ChainIn::default()
             },
         ];
-        let got = ttl_misses(&sessions, &chains, &Pricing::builtin());
+        let got = ttl_misses(&sessions, &ChainStore::of(&chains), &Pricing::builtin()).unwrap();
         assert_eq!(got.requests, 3);
         assert_eq!(got.tokens_rewritten, 20_003 + 9_000 + 30_503);
         let (a, b) = (&got.sessions[1], &got.sessions[0]);

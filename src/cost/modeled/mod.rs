@@ -11,7 +11,9 @@
 //!    per request a [`ChainStep`] (blocks kept from the request before, blocks
 //!    added, its own breakpoints). A message that stays the same node across
 //!    turns is serialized and hashed once. Each request is matched to the
-//!    usage recorded on the assistant message it produced.
+//!    usage recorded on the assistant message it produced. Each chain is
+//!    then encoded into a temporary file (`store`), not held: the passes
+//!    after read them back, the replay only those under way.
 //! 2. **Tokens**: an [`Estimator`] is fitted by least squares on the
 //!    requests that only append to the one before (recorded total minus the
 //!    previous total, against the bytes added by kind); every block gets its
@@ -61,7 +63,8 @@
 //! gives each session its own.
 //!
 //! The parts, in pass order: `options` (what to model), `blocks` (pass 1),
-//! `pinning` (pass 2), `replay` and `what_if` (pass 3), `report` (the sums).
+//! `store` (where its chains wait), `pinning` (pass 2), `replay` and
+//! `what_if` (pass 3), `report` (the sums).
 //! Reads transcripts only through `corpus` and `assemble`; prints nothing.
 //!
 //! [`SimBlock`]: crate::cost::sim::SimBlock
@@ -77,6 +80,7 @@ mod options;
 mod pinning;
 mod replay;
 mod report;
+mod store;
 mod what_if;
 
 pub use blocks::{KEEPS_THINKING, strips_old_thinking};
@@ -101,8 +105,8 @@ pub fn cost_report(
     assembler: &Assembler,
     pricing: &Pricing,
     opts: &ModelOptions,
-) -> CostReport {
-    model(disc, run, assembler, pricing, opts, false).0
+) -> std::io::Result<CostReport> {
+    model(disc, run, assembler, pricing, opts, false).map(|(r, _)| r)
 }
 
 /// [`cost_report`], and the usage lines its recorded side was counted
@@ -114,7 +118,7 @@ pub fn cost_report_and_lines(
     assembler: &Assembler,
     pricing: &Pricing,
     opts: &ModelOptions,
-) -> (CostReport, FileCandidates) {
+) -> std::io::Result<(CostReport, FileCandidates)> {
     model(disc, run, assembler, pricing, opts, true)
 }
 
@@ -125,7 +129,7 @@ fn model(
     pricing: &Pricing,
     opts: &ModelOptions,
     keep_lines: bool,
-) -> (CostReport, FileCandidates) {
+) -> std::io::Result<(CostReport, FileCandidates)> {
     let (mut sessions, mut chains, mut diagnostics, recorded, lines) =
         blocks::read_corpus(disc, run, assembler, opts, keep_lines);
     let recorded = recorded.finish(pricing);
@@ -137,9 +141,9 @@ fn model(
     // gives the same).
     diagnostics.sort();
     diagnostics.dedup();
-    let (est, estimator) = pinning::fit_and_pin(&mut chains, opts);
-    let order = replay::time_order(&chains);
-    let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None);
+    let (est, estimator) = pinning::fit_and_pin(&mut chains, opts)?;
+    let order = replay::time_order(&chains)?;
+    let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None)?;
     let mut rep = CostReport {
         recorded: recorded.totals,
         bill,
@@ -155,13 +159,13 @@ fn model(
         diagnostics,
         ..CostReport::default()
     };
-    rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing);
-    report::add_baseline(&mut rep, &sessions, &mut chains, &base, pricing, keep_lines, opts.keep_turns);
+    rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing)?;
+    report::add_baseline(&mut rep, &sessions, &chains, &base, pricing, keep_lines, opts.keep_turns)?;
     // Summed: not held beside each what-if's predictions.
     drop(base);
     rep.what_if =
-        report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside);
-    (rep, lines)
+        report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside)?;
+    Ok((rep, lines))
 }
 
 /// Blocks and places the tests of every part build.

@@ -9,8 +9,8 @@
 
 use super::blocks::{ChainIn, unseen_part};
 use super::options::ModelOptions;
+use super::store::ChainStore;
 use crate::cost::sim::{BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// How the estimator was fitted, and how well it predicts what it was
@@ -103,29 +103,32 @@ pub(super) fn sorted(mut v: Vec<f64>) -> Vec<f64> {
 }
 
 /// Samples for the fit: (features added, recorded tokens added).
-fn fit_samples(chains: &[ChainIn]) -> Vec<([f64; N_KINDS], f64)> {
+fn fit_samples(chains: &ChainStore) -> std::io::Result<Vec<([f64; N_KINDS], f64)>> {
+    Ok(chains.map(|_, c| chain_samples(c))?.concat())
+}
+
+/// [`fit_samples`] of one chain.
+fn chain_samples(c: &ChainIn) -> Vec<([f64; N_KINDS], f64)> {
     let mut out = Vec::new();
-    for c in chains {
-        for w in c.reqs.windows(2) {
-            let (a, b) = (&w[0], &w[1]);
-            let (Some(ra), Some(rb)) = (a.recorded, b.recorded) else { continue };
-            let (ta, tb) = (ra.total_input(), rb.total_input());
-            if b.step.keep != a.len || tb < ta || b.step.added.is_empty() {
+    for w in c.reqs.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let (Some(ra), Some(rb)) = (a.recorded, b.recorded) else { continue };
+        let (ta, tb) = (ra.total_input(), rb.total_input());
+        if b.step.keep != a.len || tb < ta || b.step.added.is_empty() {
+            continue;
+        }
+        let mut x = [0.0; N_KINDS];
+        for i in b.step.added.clone() {
+            if c.unseen_part(i).is_some() {
                 continue;
             }
-            let mut x = [0.0; N_KINDS];
-            for i in b.step.added.clone() {
-                if c.unseen_part(i).is_some() {
-                    continue;
-                }
-                let v = c.feats[i].vector(c.arena[i].kind);
-                for k in 0..N_KINDS {
-                    x[k] += v[k];
-                }
+            let v = c.feats[i].vector(c.arena[i].kind);
+            for k in 0..N_KINDS {
+                x[k] += v[k];
             }
-            if x.iter().sum::<f64>() > 0.0 {
-                out.push((x, (tb - ta) as f64));
-            }
+        }
+        if x.iter().sum::<f64>() > 0.0 {
+            out.push((x, (tb - ta) as f64));
         }
     }
     out
@@ -220,8 +223,11 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
 /// Pass 2: the estimator fitted on the corpus (the default with fewer than
 /// 8 samples), every block's tokens estimated and pinned to the recorded
 /// usage, and how that went.
-pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estimator, EstimatorReport) {
-    let samples = fit_samples(chains);
+pub(super) fn fit_and_pin(
+    chains: &mut ChainStore,
+    opts: &ModelOptions,
+) -> std::io::Result<(Estimator, EstimatorReport)> {
+    let samples = fit_samples(chains)?;
     let est = match opts.fixed_estimator {
         Some((est, _)) => est,
         None if samples.len() >= 8 => Estimator::fit(&samples),
@@ -230,13 +236,14 @@ pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estim
     let fit_err = sorted(
         samples.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect(),
     );
-    let residuals = sorted(chains.iter().filter_map(|c| unseen_residual(c, &est)).map(|v| v as f64).collect());
+    let residuals =
+        sorted(chains.map(|_, c| unseen_residual(c, &est))?.into_iter().flatten().map(|v| v as f64).collect());
     let unseen_median = match opts.fixed_estimator {
         Some((_, Some(size))) => Some(size),
         _ => (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64),
     };
     let unseen_default = unseen_median.unwrap_or(u64::from(opts.unseen_prefix_default));
-    let pins: Vec<PinReport> = chains.par_iter_mut().map(|c| tokens_and_pins(c, &est, unseen_default)).collect();
+    let pins: Vec<PinReport> = chains.update(|c| tokens_and_pins(c, &est, unseen_default))?;
     let mut estimator = EstimatorReport {
         samples: samples.len() as u64,
         bytes_per_token: BlockKind::ALL.iter().map(|&k| (kind_name(k), est.bytes_per_token[k.index()])).collect(),
@@ -250,7 +257,7 @@ pub(super) fn fit_and_pin(chains: &mut [ChainIn], opts: &ModelOptions) -> (Estim
         estimator.blocks_estimated += p.estimated as u64;
         estimator.inconsistent_requests += p.inconsistent as u64;
     }
-    (est, estimator)
+    Ok((est, estimator))
 }
 
 #[cfg(test)]

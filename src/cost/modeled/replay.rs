@@ -7,6 +7,7 @@
 
 use super::blocks::{ChainIn, SessionIn};
 use super::options::{Account, ModelOptions, WarmPrefix, WhatIf};
+use super::store::ChainStore;
 use super::what_if::apply_what_if;
 use crate::cost::pricing::Pricing;
 use crate::cost::pricing::tokenizer_factor;
@@ -20,6 +21,10 @@ pub(super) struct Predicted {
     pub(super) cost: Option<f64>,
     pub(super) rejected: bool,
 }
+
+/// Per chain and request: the predictions, and whether warming made the
+/// prefix live (see [`replay`]).
+pub(super) type Replayed = (Vec<Vec<Predicted>>, Vec<Vec<bool>>);
 
 /// Replay every request in time order; `what_if` changes each request.
 ///
@@ -51,22 +56,30 @@ pub(super) struct Predicted {
 /// A request whose recorded response an earlier request of the same
 /// account already had (a copy in another file) is not simulated again: it
 /// gets that request's prediction.
+///
+/// A chain is read from `chains` when its first request comes and let go
+/// after its last: the replay holds the chains under way at its point in
+/// time, not the corpus's.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn replay(
     sessions: &[SessionIn],
-    chains: &[ChainIn],
+    chains: &ChainStore,
     order: &[(u64, u32, u32)],
     opts: &ModelOptions,
     what_if: Option<&WhatIf>,
     est: &Estimator,
     pricing: &Pricing,
     outside: Option<&[Vec<bool>]>,
-) -> (Vec<Vec<Predicted>>, Vec<Vec<bool>>) {
-    let mut warmed: Vec<Vec<bool>> = chains.iter().map(|c| vec![false; c.reqs.len()]).collect();
-    let mut last_at: Vec<u64> = vec![0; chains.len()];
-    let tails: Vec<u64> = chains.iter().map(uncached_tail).collect();
+) -> std::io::Result<Replayed> {
+    let n = chains.len();
+    let mut warmed: Vec<Vec<bool>> = (0..n).map(|ci| vec![false; chains.reqs(ci)]).collect();
+    let mut last_at: Vec<u64> = vec![0; n];
+    // The chains under way: the chain, its uncached tail, its requests
+    // not replayed yet.
+    let mut live: rustc_hash::FxHashMap<usize, (ChainIn, u64, usize)> = rustc_hash::FxHashMap::default();
+    let mut buf = Vec::new();
     let mut sim = CacheSim::new(opts.sim.clone());
-    let mut out: Vec<Vec<Predicted>> = chains.iter().map(|c| vec![Predicted::default(); c.reqs.len()]).collect();
+    let mut out: Vec<Vec<Predicted>> = (0..n).map(|ci| vec![Predicted::default(); chains.reqs(ci)]).collect();
     let incremental = matches!(what_if, None | Some(WhatIf::NoCrossSessionCache | WhatIf::Model(_) | WhatIf::Ttl(_)));
     let mut cursors: Vec<Cursor> = std::iter::repeat_with(Cursor::default).take(chains.len()).collect();
     let mut req = SimRequest::default();
@@ -74,10 +87,29 @@ pub(super) fn replay(
     // The prediction of each recorded response simulated, by its cache
     // scope and key.
     let mut simulated: rustc_hash::FxHashMap<(u64, u64), Predicted> = rustc_hash::FxHashMap::default();
+    // A chain whose last request was just replayed, let go at the next.
+    let mut retire: Option<usize> = None;
     for &(_, ci, ri) in order {
         let (ci, ri) = (ci as usize, ri as usize);
-        let chain = &chains[ci];
-        let r = &chain.reqs[ri];
+        if let Some(done) = retire.take() {
+            live.remove(&done);
+        }
+        let (chain, tail, left) = match live.entry(ci) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let chain = chains.load_with(ci, &mut buf)?;
+                let tail = uncached_tail(&chain);
+                let left = chain.reqs.len();
+                e.insert((chain, tail, left))
+            }
+        };
+        let tail = *tail;
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            retire = Some(ci);
+        }
+        let chain: &ChainIn = chain;
+        let Some(r) = chain.reqs.get(ri) else { continue };
         let s = &sessions[chain.session];
         let scope = match (no_cross, opts.account) {
             (true, _) | (_, Account::Session) => s.scope_session,
@@ -186,7 +218,7 @@ pub(super) fn replay(
             output: r.recorded.map_or(0, |t| t.output),
         };
         if tokens.input == 0 {
-            tail_uncached(&mut tokens, tails[ci]);
+            tail_uncached(&mut tokens, tail);
         }
         // The same text sent to a model of the other tokenizer: every count,
         // the output's too, in its tokens (facts §2a). Which blocks hit is
@@ -203,7 +235,7 @@ pub(super) fn replay(
             simulated.insert((scope, k), out[ci][ri]);
         }
     }
-    (out, warmed)
+    Ok((out, warmed))
 }
 
 /// A chain's request this long after the one before may find its static
@@ -347,15 +379,14 @@ impl Cursor {
 }
 
 /// Every request of the corpus as (time, chain, request), in time order.
-pub(super) fn time_order(chains: &[ChainIn]) -> Vec<(u64, u32, u32)> {
-    let mut order: Vec<(u64, u32, u32)> = Vec::new();
-    for (ci, c) in chains.iter().enumerate() {
-        for (ri, r) in c.reqs.iter().enumerate() {
-            order.push((r.at_ms, ci as u32, ri as u32));
-        }
+pub(super) fn time_order(chains: &ChainStore) -> std::io::Result<Vec<(u64, u32, u32)>> {
+    let times = chains.map(|_, c| c.reqs.iter().map(|r| r.at_ms).collect::<Vec<u64>>())?;
+    let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(times.iter().map(Vec::len).sum());
+    for (ci, t) in times.iter().enumerate() {
+        order.extend(t.iter().enumerate().map(|(ri, &at)| (at, ci as u32, ri as u32)));
     }
     order.sort_unstable();
-    order
+    Ok(order)
 }
 
 #[cfg(test)]
@@ -448,10 +479,10 @@ mod tests {
             ..r.clone()
         };
         c.reqs = vec![r.clone(), at(600, true), at(1200, false), at(1440, true)];
-        let chains = vec![c];
-        let order = time_order(&chains);
+        let chains = ChainStore::of(&[c]);
+        let order = time_order(&chains).unwrap();
         let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
-        let (got, warmed) = replay(&[s], &chains, &order, &opts, None, &est, &pricing, None);
+        let (got, warmed) = replay(&[s], &chains, &order, &opts, None, &est, &pricing, None).unwrap();
         let rw: Vec<(u64, u64)> = got[0].iter().map(|p| (p.tokens.cache_read, p.tokens.cache_write())).collect();
         assert_eq!(rw, [(0, 2100), (2000, 100), (0, 2100), (2100, 0)]);
         assert_eq!(warmed, [[false, true, false, false]]);
@@ -468,21 +499,21 @@ mod tests {
         let (sa, ca) = one(0, 0, 7, 70, false);
         let (sb, cb) = one(1, 60, 7, 71, true);
         let (sc, cc) = one(2, 60, 8, 72, true);
-        let (sessions, chains) = (vec![sa, sb, sc], vec![ca, cb, cc]);
-        let order = time_order(&chains);
+        let (sessions, chains) = (vec![sa, sb, sc], ChainStore::of(&[ca, cb, cc]));
+        let order = time_order(&chains).unwrap();
         let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
         let sums = |p: &[Vec<Predicted>]| -> Vec<(u64, u64)> {
             p.iter().map(|c| (c[0].tokens.cache_read, c[0].tokens.cache_write())).collect()
         };
-        let (base, outside) = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None);
+        let (base, outside) = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None).unwrap();
         assert_eq!(sums(&base), [(0, 2100), (2000, 100), (2000, 100)]);
         assert_eq!(outside, [[false], [false], [true]]);
         let w = WhatIf::NoCrossSessionCache;
-        let (cold, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside));
+        let (cold, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside)).unwrap();
         assert_eq!(sums(&cold), [(0, 2100), (0, 2100), (2000, 100)]);
         // Before, the what-if dropped the unseen writer too: C wrote 2,100.
         let all_cold = vec![vec![false]; 3];
-        let (colder, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold));
+        let (colder, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold)).unwrap();
         assert_eq!(sums(&colder), [(0, 2100), (0, 2100), (0, 2100)]);
     }
 }

@@ -6,12 +6,13 @@
 //! `blocks`, `pinning` and `replay`; printing is `cost::report`'s and
 //! `cost::html`'s.
 
-use super::blocks::{ChainIn, SessionIn};
+use super::blocks::SessionIn;
 use super::context::ContextTokens;
 use super::options::ModelOptions;
 use super::options::{Boundary, WhatIf};
 use super::pinning::{EstimatorReport, quantile, sorted};
 use super::replay::{Predicted, replay};
+use super::store::ChainStore;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
 use crate::cost::sim::{Estimator, Place};
@@ -439,12 +440,12 @@ impl Comparison {
 pub(super) fn add_baseline(
     rep: &mut CostReport,
     sessions: &[SessionIn],
-    chains: &mut [ChainIn],
+    chains: &ChainStore,
     base: &[Vec<Predicted>],
     pricing: &Pricing,
     keep: bool,
     opts_keep_turns: bool,
-) {
+) -> std::io::Result<()> {
     let mut per_session: Vec<SessionCost> = sessions
         .iter()
         .map(|s| SessionCost {
@@ -464,11 +465,12 @@ pub(super) fn add_baseline(
     let keep_turns = opts_keep_turns;
     let mut worst = Worst::default();
     if keep_turns {
-        rep.turns.reserve_exact(chains.iter().map(|c| c.reqs.len()).sum());
+        rep.turns.reserve_exact((0..chains.len()).map(|ci| chains.reqs(ci)).sum());
     }
-    for (ci, c) in chains.iter_mut().enumerate() {
-        let context = super::context::per_request(c);
-        for (ri, r) in c.reqs.iter_mut().enumerate() {
+    for c in chains.each() {
+        let (ci, c) = c?;
+        let context = super::context::per_request(&c);
+        for (ri, r) in c.reqs.iter().enumerate() {
             let p = base[ci][ri];
             let ctx = context.get(ri).copied().unwrap_or_default();
             rep.context += ctx;
@@ -546,6 +548,7 @@ pub(super) fn add_baseline(
         rep.sessions = sorted_sessions(per_session, &mut rows);
         rep.worst_requests = worst_requests(&rows, &rep.sessions);
     }
+    Ok(())
 }
 
 /// The rows of the requests where model and bill differ most, kept while
@@ -644,45 +647,47 @@ fn sorted_sessions(per_session: Vec<SessionCost>, turns: &mut [TurnRow]) -> Vec<
 #[allow(clippy::too_many_arguments)]
 pub(super) fn what_if_results(
     sessions: &[SessionIn],
-    chains: &[ChainIn],
+    chains: &ChainStore,
     order: &[(u64, u32, u32)],
     opts: &ModelOptions,
     est: &Estimator,
     pricing: &Pricing,
     baseline: f64,
     outside: &[Vec<bool>],
-) -> Vec<WhatIfResult> {
+) -> std::io::Result<Vec<WhatIfResult>> {
     opts.what_ifs
         .iter()
         .map(|w| {
-            let (res, _) = replay(sessions, chains, order, opts, Some(w), est, pricing, Some(outside));
+            let (res, _) = replay(sessions, chains, order, opts, Some(w), est, pricing, Some(outside))?;
             let mut sums = Sums::default();
-            for (c, ps) in chains.iter().zip(&res) {
+            for (c, ps) in chains.each().zip(&res) {
+                let (_, c) = c?;
                 for (r, p) in c.reqs.iter().zip(ps) {
                     sums.add(priced_model(&r.model, w), &p.tokens, p.cost);
                 }
             }
             let t = sums.totals;
             let delta = t.cost_usd - baseline;
-            WhatIfResult {
+            Ok(WhatIfResult {
                 what_if: w.to_string(),
                 modeled: t,
                 unpriced: sums.unpriced.into_vec(),
                 delta_usd: delta,
                 delta_pct: if baseline > 0.0 { 100.0 * delta / baseline } else { 0.0 },
-                not_applicable: not_applicable(w, chains),
-            }
+                not_applicable: not_applicable(w, chains)?,
+            })
         })
         .collect()
 }
 
 /// Why `w` changes no request of `chains`, when it cannot: `boundary=tools`
 /// marks the last tool of a request that has tools and no breakpoint there.
-fn not_applicable(w: &WhatIf, chains: &[ChainIn]) -> Option<String> {
-    let WhatIf::Boundary(Boundary::Tools) = w else { return None };
+fn not_applicable(w: &WhatIf, chains: &ChainStore) -> std::io::Result<Option<String>> {
+    let WhatIf::Boundary(Boundary::Tools) = w else { return Ok(None) };
     let (mut with_tools, mut marked) = (0u64, 0u64);
     let mut path: Vec<u32> = Vec::new();
-    for c in chains {
+    for c in chains.each() {
+        let (_, c) = c?;
         path.clear();
         for r in &c.reqs {
             path.truncate(r.step.keep);
@@ -694,7 +699,7 @@ fn not_applicable(w: &WhatIf, chains: &[ChainIn]) -> Option<String> {
             }
         }
     }
-    if with_tools == 0 {
+    Ok(if with_tools == 0 {
         Some(
             "not applicable: no request has a tool list to mark (a session without a recorded prompt \
              is modeled with an unseen prefix for its tools and system prompt)"
@@ -706,7 +711,7 @@ fn not_applicable(w: &WhatIf, chains: &[ChainIn]) -> Option<String> {
         ))
     } else {
         None
-    }
+    })
 }
 
 #[cfg(test)]
