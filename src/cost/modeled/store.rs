@@ -123,8 +123,50 @@ impl ChainStore {
                 buf
             }
         };
-        let mut r = Reader { b: bytes, at: 0 };
-        decode(&mut r).ok_or_else(|| broken(ci, "cannot decode its bytes"))
+        decode_chain(ci, bytes)
+    }
+
+    /// Chains `range`, `f` on each (decoded in parallel), in order. Chains
+    /// that lie one after the other in the file are read in one go.
+    fn decode_range<R: Send>(
+        &self,
+        range: std::ops::Range<usize>,
+        f: impl Fn(usize, ChainIn) -> R + Sync,
+    ) -> io::Result<Vec<io::Result<R>>> {
+        use rayon::prelude::*;
+        let mut run = Vec::new();
+        let base = self.read_run(range.clone(), &mut run)?;
+        Ok(range
+            .into_par_iter()
+            .map(|ci| {
+                let slot = self.slots[ci];
+                let c = match base {
+                    Some(base) => {
+                        let at = (slot.offset - base) as usize;
+                        let bytes = run.get(at..at + slot.len as usize).ok_or_else(|| broken(ci, "past the end"))?;
+                        decode_chain(ci, bytes)?
+                    }
+                    None => self.load(ci)?,
+                };
+                Ok(f(ci, c))
+            })
+            .collect())
+    }
+
+    /// The bytes of chains `range` into `buf` with one read, when all are
+    /// in the file one after the other: where they start.
+    fn read_run(&self, range: std::ops::Range<usize>, buf: &mut Vec<u8>) -> io::Result<Option<u64>> {
+        let slots = self.slots.get(range.clone()).unwrap_or_default();
+        let (Some(first), Some(last)) = (slots.first(), slots.last()) else { return Ok(None) };
+        let one_run = slots.iter().all(|s| s.at == Where::File)
+            && slots.windows(2).all(|w| w[1].offset == w[0].offset + u64::from(w[0].len));
+        if !one_run {
+            return Ok(None);
+        }
+        let len = (last.offset + u64::from(last.len) - first.offset) as usize;
+        buf.resize(len, 0);
+        read_at(self.file_for(range.start)?, buf, first.offset)?;
+        Ok(Some(first.offset))
     }
 
     fn file_for(&self, ci: usize) -> io::Result<&std::fs::File> {
@@ -134,13 +176,11 @@ impl ChainStore {
     /// `f` on every chain (decoded in parallel, a bounded number at a
     /// time): what it returned, in chain order.
     pub(super) fn map<R: Send>(&self, f: impl Fn(usize, &ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
-        use rayon::prelude::*;
         let mut out = Vec::with_capacity(self.len());
         let mut start = 0;
         while start < self.len() {
             let end = (start + AT_ONCE).min(self.len());
-            let done: Vec<io::Result<R>> = (start..end).into_par_iter().map(|ci| Ok(f(ci, &self.load(ci)?))).collect();
-            for d in done {
+            for d in self.decode_range(start..end, |ci, c| f(ci, &c))? {
                 out.push(d?);
             }
             start = end;
@@ -150,14 +190,15 @@ impl ChainStore {
 
     /// Every chain in order (decoded in parallel, a bounded number ahead).
     pub(super) fn each(&self) -> impl Iterator<Item = io::Result<(usize, ChainIn)>> + '_ {
-        use rayon::prelude::*;
         let mut ahead = std::collections::VecDeque::new();
         let mut next = 0;
         std::iter::from_fn(move || {
             if ahead.is_empty() && next < self.len() {
                 let end = (next + EACH_AHEAD).min(self.len());
-                let decoded: Vec<io::Result<ChainIn>> = (next..end).into_par_iter().map(|ci| self.load(ci)).collect();
-                ahead.extend((next..end).zip(decoded));
+                match self.decode_range(next..end, |_, c| c) {
+                    Ok(decoded) => ahead.extend((next..end).zip(decoded)),
+                    Err(e) => ahead.push_back((next, Err(e))),
+                }
                 next = end;
             }
             let (ci, c) = ahead.pop_front()?;
@@ -168,22 +209,16 @@ impl ChainStore {
     /// `f` on every chain (in parallel, a bounded number at a time), each
     /// stored again as `f` left it; what `f` returned, in chain order.
     pub(super) fn update<R: Send>(&mut self, f: impl Fn(&mut ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
-        use rayon::prelude::*;
         let mut out = Vec::with_capacity(self.len());
         let mut start = 0;
         while start < self.len() {
             let end = (start + AT_ONCE).min(self.len());
-            let this = &*self;
-            let done: Vec<io::Result<(Vec<u8>, R)>> = (start..end)
-                .into_par_iter()
-                .map(|ci| {
-                    let mut c = this.load(ci)?;
-                    let r = f(&mut c);
-                    let mut bytes = Vec::new();
-                    encode(&c, &mut bytes);
-                    Ok((bytes, r))
-                })
-                .collect();
+            let done = self.decode_range(start..end, |_, mut c| {
+                let r = f(&mut c);
+                let mut bytes = Vec::new();
+                encode(&c, &mut bytes);
+                (bytes, r)
+            })?;
             for (ci, d) in (start..end).zip(done) {
                 let (bytes, r) = d?;
                 // Appended: the chain's old bytes are left where they are.
@@ -421,6 +456,11 @@ fn zigzag(v: i64) -> u64 {
 
 fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Chain `ci` from its bytes.
+fn decode_chain(ci: usize, bytes: &[u8]) -> io::Result<ChainIn> {
+    decode(&mut Reader { b: bytes, at: 0 }).ok_or_else(|| broken(ci, "cannot decode its bytes"))
 }
 
 fn decode(r: &mut Reader<'_>) -> Option<ChainIn> {
