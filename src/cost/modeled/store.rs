@@ -207,8 +207,10 @@ impl ChainStore {
     }
 
     /// `f` on every chain (in parallel, a bounded number at a time), each
-    /// stored again as `f` left it; what `f` returned, in chain order.
+    /// stored again as `f` left it, in a new file (the old one goes: the
+    /// disk holds the chains once); what `f` returned, in chain order.
     pub(super) fn update<R: Send>(&mut self, f: impl Fn(&mut ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
+        let mut next = ChainStore::new();
         let mut out = Vec::with_capacity(self.len());
         let mut start = 0;
         while start < self.len() {
@@ -221,14 +223,20 @@ impl ChainStore {
             })?;
             for (ci, d) in (start..end).zip(done) {
                 let (bytes, r) = d?;
-                // Appended: the chain's old bytes are left where they are.
-                let slot = self.put(&bytes);
-                self.slots[ci] = Slot { reqs: self.slots[ci].reqs, ..slot };
+                let slot = next.put(&bytes);
+                next.slots.push(Slot { reqs: self.slots[ci].reqs, ..slot });
                 out.push(r);
             }
             start = end;
         }
+        *self = next;
         Ok(out)
+    }
+
+    /// Bytes the chains take in the file and in memory.
+    #[cfg(test)]
+    fn sizes(&self) -> (u64, usize) {
+        (self.file_len, self.memory.len())
     }
 }
 
@@ -673,6 +681,11 @@ mod tests {
             })
             .unwrap();
         assert_eq!(counts, chains.iter().map(|c| c.arena.len()).collect::<Vec<_>>());
+        // The chains are in the file once, as changed (the features gone).
+        let (file, memory) = store.sizes();
+        assert_eq!(memory, 0);
+        assert_eq!(file, store.slots.iter().map(|s| u64::from(s.len)).sum::<u64>());
+        assert!(file < ChainStore::of(&chains).sizes().0);
         for (ci, c) in store.each().enumerate() {
             let (_, c) = c.unwrap();
             let want: Vec<(u32, bool)> = chains[ci]
