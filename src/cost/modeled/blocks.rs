@@ -1171,6 +1171,7 @@ fn read_corpus_with(
         |bump, s| Ok(session_blocks(bump, disc, s, assembler, opts, keep_lines, whole)),
         sink,
     );
+    chains.finish();
     (sessions, chains, diagnostics, recorded, full_lines)
 }
 

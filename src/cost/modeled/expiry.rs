@@ -6,7 +6,6 @@
 //! cost is what writing those tokens cost over reading them.
 
 use super::blocks::{ChainIn, SessionIn};
-use super::store::ChainStore;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
 use crate::cost::tokens::TokenCounts;
@@ -68,12 +67,23 @@ fn sort(sessions: &mut [TtlMissSession]) {
 }
 
 /// The pauses of every chain that let its cache expire (see the module
-/// docs).
-pub(super) fn ttl_misses(sessions: &[SessionIn], chains: &ChainStore, pricing: &Pricing) -> std::io::Result<TtlMisses> {
+/// docs). The modeled cost takes each chain's misses while it pins the
+/// chain ([`chain_misses`], [`ttl_misses_of`]); this reads them whole.
+#[cfg(test)]
+pub(super) fn ttl_misses(
+    sessions: &[SessionIn],
+    chains: &super::store::ChainStore,
+    pricing: &Pricing,
+) -> std::io::Result<TtlMisses> {
+    Ok(ttl_misses_of(sessions, chains.map(|_, c| chain_misses(c, pricing))?))
+}
+
+/// [`ttl_misses`] from each chain's [`chain_misses`], in chain order.
+pub(super) fn ttl_misses_of(sessions: &[SessionIn], chains: Vec<(usize, Vec<Miss>)>) -> TtlMisses {
     let mut per: Vec<Option<TtlMissSession>> = vec![None; sessions.len()];
     let mut out = TtlMisses::default();
     // Found per chain in parallel, summed in chain order.
-    for (session, misses) in chains.map(|_, c| (c.session, chain_misses(c, pricing)))? {
+    for (session, misses) in chains {
         for m in misses {
             let s = &sessions[session];
             let row = per[session].get_or_insert_with(|| TtlMissSession {
@@ -94,18 +104,18 @@ pub(super) fn ttl_misses(sessions: &[SessionIn], chains: &ChainStore, pricing: &
     }
     out.sessions = per.into_iter().flatten().collect();
     sort(&mut out.sessions);
-    Ok(out)
+    out
 }
 
 /// A request of a chain that wrote again what its cache had before a pause.
-struct Miss {
+pub(super) struct Miss {
     rewritten: u64,
     extra: f64,
     pause: u64,
 }
 
-/// The [`Miss`]es of one chain, in order.
-fn chain_misses(c: &ChainIn, pricing: &Pricing) -> Vec<Miss> {
+/// The [`Miss`]es of one chain, in order, and its session.
+pub(super) fn chain_misses(c: &ChainIn, pricing: &Pricing) -> (usize, Vec<Miss>) {
     let mut misses = Vec::new();
     let mut prev: Option<(u64, TokenCounts)> = None;
     for r in &c.reqs {
@@ -130,7 +140,7 @@ fn chain_misses(c: &ChainIn, pricing: &Pricing) -> Vec<Miss> {
             misses.push(Miss { rewritten, extra, pause });
         }
     }
-    misses
+    (c.session, misses)
 }
 
 #[cfg(test)]
@@ -196,7 +206,8 @@ mod tests {
                 ..ChainIn::default()
             },
         ];
-        let got = ttl_misses(&sessions, &ChainStore::of(&chains), &Pricing::builtin()).unwrap();
+        let got =
+            ttl_misses(&sessions, &crate::cost::modeled::store::ChainStore::of(&chains), &Pricing::builtin()).unwrap();
         assert_eq!(got.requests, 3);
         assert_eq!(got.tokens_rewritten, 20_003 + 9_000 + 30_503);
         let (a, b) = (&got.sessions[1], &got.sessions[0]);

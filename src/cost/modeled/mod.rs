@@ -141,8 +141,11 @@ fn model(
     // gives the same).
     diagnostics.sort();
     diagnostics.dedup();
-    let (est, estimator) = pinning::fit_and_pin(&mut chains, opts)?;
-    let order = replay::time_order(&chains)?;
+    let (est, estimator, per_chain) =
+        pinning::fit_and_pin(&mut chains, opts, |c| (replay::request_times(c), expiry::chain_misses(c, pricing)))?;
+    let (times, misses): (Vec<Vec<u64>>, Vec<_>) = per_chain.into_iter().unzip();
+    let order = replay::time_order_of(&times);
+    drop(times);
     let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None)?;
     let mut rep = CostReport {
         recorded: recorded.totals,
@@ -159,7 +162,7 @@ fn model(
         diagnostics,
         ..CostReport::default()
     };
-    rep.ttl_misses = expiry::ttl_misses(&sessions, &chains, pricing)?;
+    rep.ttl_misses = expiry::ttl_misses_of(&sessions, misses);
     report::add_baseline(&mut rep, &sessions, &chains, &base, pricing, keep_lines, opts.keep_turns)?;
     // Summed: not held beside each what-if's predictions.
     drop(base);

@@ -10,7 +10,7 @@
 use super::blocks::{ChainIn, unseen_part};
 use super::options::ModelOptions;
 use super::store::ChainStore;
-use crate::cost::sim::{BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
+use crate::cost::sim::{BlockFeat, BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
 use serde::{Deserialize, Serialize};
 
 /// How the estimator was fitted, and how well it predicts what it was
@@ -102,9 +102,36 @@ pub(super) fn sorted(mut v: Vec<f64>) -> Vec<f64> {
     v
 }
 
-/// Samples for the fit: (features added, recorded tokens added).
-fn fit_samples(chains: &ChainStore) -> std::io::Result<Vec<([f64; N_KINDS], f64)>> {
-    Ok(chains.map(|_, c| chain_samples(c))?.concat())
+/// A fit sample: (features added, recorded tokens added).
+type Sample = ([f64; N_KINDS], f64);
+
+/// Samples for the fit, and per chain what [`unseen_residual`] needs of
+/// it (one read of the chains for both).
+fn fit_samples(chains: &ChainStore) -> std::io::Result<(Vec<Sample>, Vec<ResidualInput>)> {
+    let (samples, inputs): (Vec<Vec<Sample>>, Vec<Option<ResidualInput>>) =
+        chains.map(|_, c| (chain_samples(c), residual_input(c)))?.into_iter().unzip();
+    Ok((samples.concat(), inputs.into_iter().flatten().collect()))
+}
+
+/// What [`unseen_residual`] reads of a chain: its first request's total
+/// and the blocks it added besides the unseen prefix.
+struct ResidualInput {
+    total: u64,
+    blocks: Vec<(BlockKind, BlockFeat)>,
+}
+
+fn residual_input(c: &ChainIn) -> Option<ResidualInput> {
+    c.unseen?;
+    let first = c.reqs.first()?;
+    let total = first.recorded?.total_input();
+    let blocks = first
+        .step
+        .added
+        .clone()
+        .filter(|&i| c.unseen_part(i).is_none())
+        .map(|i| (c.arena[i].kind, c.feats[i]))
+        .collect();
+    Some(ResidualInput { total, blocks })
 }
 
 /// [`fit_samples`] of one chain.
@@ -137,17 +164,12 @@ fn chain_samples(c: &ChainIn) -> Vec<([f64; N_KINDS], f64)> {
 /// The unseen prefix of a chain whose first request has usage: its total
 /// minus the estimate of the other blocks (at least 0).
 fn unseen_residual(c: &ChainIn, est: &Estimator) -> Option<u64> {
-    c.unseen?;
-    let first = c.reqs.first()?;
-    let total = first.recorded?.total_input();
-    let others: u64 = first
-        .step
-        .added
-        .clone()
-        .filter(|&i| c.unseen_part(i).is_none())
-        .map(|i| est.estimate_features(&c.feats[i].vector(c.arena[i].kind)).ceil() as u64)
-        .sum();
-    Some(total.saturating_sub(others))
+    residual_input(c).map(|r| residual(&r, est))
+}
+
+fn residual(r: &ResidualInput, est: &Estimator) -> u64 {
+    let others: u64 = r.blocks.iter().map(|(kind, f)| est.estimate_features(&f.vector(*kind)).ceil() as u64).sum();
+    r.total.saturating_sub(others)
 }
 
 /// The sizes of the unseen prefix's two blocks (see `blocks::unseen_blocks`)
@@ -222,12 +244,14 @@ fn tokens_and_pins(c: &mut ChainIn, est: &Estimator, unseen_default: u64) -> Pin
 
 /// Pass 2: the estimator fitted on the corpus (the default with fewer than
 /// 8 samples), every block's tokens estimated and pinned to the recorded
-/// usage, and how that went.
-pub(super) fn fit_and_pin(
+/// usage, and how that went; and `also` of every chain, taken while it is
+/// read for pinning (what the passes after need of its requests).
+pub(super) fn fit_and_pin<X: Send>(
     chains: &mut ChainStore,
     opts: &ModelOptions,
-) -> std::io::Result<(Estimator, EstimatorReport)> {
-    let samples = fit_samples(chains)?;
+    also: impl Fn(&ChainIn) -> X + Sync,
+) -> std::io::Result<(Estimator, EstimatorReport, Vec<X>)> {
+    let (samples, residual_inputs) = fit_samples(chains)?;
     let est = match opts.fixed_estimator {
         Some((est, _)) => est,
         None if samples.len() >= 8 => Estimator::fit(&samples),
@@ -236,14 +260,15 @@ pub(super) fn fit_and_pin(
     let fit_err = sorted(
         samples.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect(),
     );
-    let residuals =
-        sorted(chains.map(|_, c| unseen_residual(c, &est))?.into_iter().flatten().map(|v| v as f64).collect());
+    let residuals = sorted(residual_inputs.iter().map(|r| residual(r, &est) as f64).collect());
+    drop(residual_inputs);
     let unseen_median = match opts.fixed_estimator {
         Some((_, Some(size))) => Some(size),
         _ => (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64),
     };
     let unseen_default = unseen_median.unwrap_or(u64::from(opts.unseen_prefix_default));
-    let pins: Vec<PinReport> = chains.update(|c| tokens_and_pins(c, &est, unseen_default))?;
+    let (pins, also): (Vec<PinReport>, Vec<X>) =
+        chains.update(|c| (tokens_and_pins(c, &est, unseen_default), also(c)))?.into_iter().unzip();
     let mut estimator = EstimatorReport {
         samples: samples.len() as u64,
         bytes_per_token: BlockKind::ALL.iter().map(|&k| (kind_name(k), est.bytes_per_token[k.index()])).collect(),
@@ -257,7 +282,7 @@ pub(super) fn fit_and_pin(
         estimator.blocks_estimated += p.estimated as u64;
         estimator.inconsistent_requests += p.inconsistent as u64;
     }
-    Ok((est, estimator))
+    Ok((est, estimator, also))
 }
 
 #[cfg(test)]

@@ -378,15 +378,27 @@ impl Cursor {
     }
 }
 
-/// Every request of the corpus as (time, chain, request), in time order.
+/// Every request of the corpus as (time, chain, request), in time order
+/// (the modeled cost takes each chain's [`request_times`] while it pins
+/// it, and [`time_order_of`] them).
+#[cfg(test)]
 pub(super) fn time_order(chains: &ChainStore) -> std::io::Result<Vec<(u64, u32, u32)>> {
-    let times = chains.map(|_, c| c.reqs.iter().map(|r| r.at_ms).collect::<Vec<u64>>())?;
+    Ok(time_order_of(&chains.map(|_, c| request_times(c))?))
+}
+
+/// The times of a chain's requests.
+pub(super) fn request_times(c: &ChainIn) -> Vec<u64> {
+    c.reqs.iter().map(|r| r.at_ms).collect()
+}
+
+/// [`time_order`] from each chain's [`request_times`].
+pub(super) fn time_order_of(times: &[Vec<u64>]) -> Vec<(u64, u32, u32)> {
     let mut order: Vec<(u64, u32, u32)> = Vec::with_capacity(times.iter().map(Vec::len).sum());
     for (ci, t) in times.iter().enumerate() {
         order.extend(t.iter().enumerate().map(|(ri, &at)| (at, ci as u32, ri as u32)));
     }
     order.sort_unstable();
-    Ok(order)
+    order
 }
 
 #[cfg(test)]

@@ -25,6 +25,9 @@ pub(super) struct ChainStore {
     writable: bool,
     /// Bytes written to `file`.
     file_len: u64,
+    /// Chains' bytes bound for `file`, written [`WRITE_AT`] at a time
+    /// (their slots already say where they will be).
+    pending: Vec<u8>,
     /// Encoded chains kept in memory (no file, or after one failed).
     memory: Vec<u8>,
     slots: Vec<Slot>,
@@ -53,7 +56,7 @@ impl ChainStore {
     }
 
     fn in_file(file: Option<std::fs::File>) -> ChainStore {
-        ChainStore { file, writable: true, file_len: 0, memory: Vec::new(), slots: Vec::new() }
+        ChainStore { file, writable: true, file_len: 0, pending: Vec::new(), memory: Vec::new(), slots: Vec::new() }
     }
 
     /// A store of `chains` (tests).
@@ -64,6 +67,7 @@ impl ChainStore {
         for c in chains {
             store.push(c, &mut buf);
         }
+        store.finish();
         store
     }
 
@@ -76,30 +80,56 @@ impl ChainStore {
         self.slots.get(ci).map_or(0, |s| s.reqs as usize)
     }
 
-    /// Add `c` as the next chain.
+    /// Add `c` as the next chain ([`ChainStore::finish`] before reading).
     pub(super) fn push(&mut self, c: &ChainIn, buf: &mut Vec<u8>) {
         buf.clear();
         encode(c, buf);
-        let slot = self.put(buf);
-        self.slots.push(Slot { reqs: c.reqs.len() as u32, ..slot });
+        self.add(buf, c.reqs.len());
     }
 
-    /// Store `bytes`; where they went.
-    fn put(&mut self, bytes: &[u8]) -> Slot {
+    /// Store `bytes`, a chain of `reqs` requests, as the next chain.
+    fn add(&mut self, bytes: &[u8], reqs: usize) {
         let len = bytes.len() as u32;
-        if let Some(f) = self.file.as_mut().filter(|_| self.writable) {
-            if f.write_all(bytes).is_ok() {
-                let offset = self.file_len;
-                self.file_len += bytes.len() as u64;
-                return Slot { at: Where::File, offset, len, reqs: 0 };
-            }
-            // A short write leaves the file's end unknown: later chains go
-            // to memory, the ones before are read where they are.
-            self.writable = false;
+        let slot = if self.file.is_some() && self.writable {
+            let offset = self.file_len + self.pending.len() as u64;
+            self.pending.extend_from_slice(bytes);
+            Slot { at: Where::File, offset, len, reqs: reqs as u32 }
+        } else {
+            let offset = self.memory.len() as u64;
+            self.memory.extend_from_slice(bytes);
+            Slot { at: Where::Memory, offset, len, reqs: reqs as u32 }
+        };
+        self.slots.push(slot);
+        if self.pending.len() >= WRITE_AT {
+            self.write_pending();
         }
-        let offset = self.memory.len() as u64;
-        self.memory.extend_from_slice(bytes);
-        Slot { at: Where::Memory, offset, len, reqs: 0 }
+    }
+
+    /// Write the pending bytes to the file. When that fails (the file's end
+    /// is then unknown), they and every chain after them stay in memory;
+    /// the chains before are read where they are.
+    fn write_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let written = self.file.as_mut().is_some_and(|f| f.write_all(&self.pending).is_ok());
+        if written {
+            self.file_len += self.pending.len() as u64;
+        } else {
+            self.writable = false;
+            let base = self.memory.len() as u64;
+            self.memory.extend_from_slice(&self.pending);
+            for s in self.slots.iter_mut().rev().take_while(|s| s.at == Where::File && s.offset >= self.file_len) {
+                *s = Slot { at: Where::Memory, offset: base + (s.offset - self.file_len), ..*s };
+            }
+        }
+        self.pending.clear();
+    }
+
+    /// Every chain added is readable.
+    pub(super) fn finish(&mut self) {
+        self.write_pending();
+        self.pending = Vec::new();
     }
 
     /// Chain `ci`, decoded.
@@ -118,6 +148,9 @@ impl ChainStore {
                 .ok_or_else(|| broken(ci, "past the end"))?,
             Where::File => {
                 let f = self.file_for(ci)?;
+                if slot.offset + u64::from(slot.len) > self.file_len {
+                    return Err(broken(ci, "not written yet"));
+                }
                 buf.resize(slot.len as usize, 0);
                 read_at(f, buf, slot.offset)?;
                 buf
@@ -162,6 +195,9 @@ impl ChainStore {
             && slots.windows(2).all(|w| w[1].offset == w[0].offset + u64::from(w[0].len));
         if !one_run {
             return Ok(None);
+        }
+        if last.offset + u64::from(last.len) > self.file_len {
+            return Err(broken(range.start, "not written yet"));
         }
         let len = (last.offset + u64::from(last.len) - first.offset) as usize;
         buf.resize(len, 0);
@@ -223,12 +259,12 @@ impl ChainStore {
             })?;
             for (ci, d) in (start..end).zip(done) {
                 let (bytes, r) = d?;
-                let slot = next.put(&bytes);
-                next.slots.push(Slot { reqs: self.slots[ci].reqs, ..slot });
+                next.add(&bytes, self.reqs(ci));
                 out.push(r);
             }
             start = end;
         }
+        next.finish();
         *self = next;
         Ok(out)
     }
@@ -239,6 +275,9 @@ impl ChainStore {
         (self.file_len, self.memory.len())
     }
 }
+
+/// Bytes gathered before they are written to the file.
+const WRITE_AT: usize = 256 << 10;
 
 /// Chains decoded at a time by [`ChainStore::map`] and
 /// [`ChainStore::update`].
@@ -667,6 +706,26 @@ mod tests {
     }
 
     #[test]
+    fn chains_past_the_write_size_read_back_from_the_file() {
+        let chains = fixture_chains();
+        let mut store = ChainStore::new();
+        let mut buf = Vec::new();
+        let mut n = 0;
+        while store.file_len + (store.pending.len() as u64) < 3 * WRITE_AT as u64 {
+            store.push(&chains[n % chains.len()], &mut buf);
+            n += 1;
+        }
+        // Written as they came, WRITE_AT at a time; the rest at the end.
+        assert!(store.file_len >= 2 * WRITE_AT as u64, "{}", store.file_len);
+        store.finish();
+        assert!(store.pending.is_empty() && store.memory.is_empty());
+        for (ci, c) in store.each().enumerate() {
+            assert_eq!(format!("{:?}", c.unwrap().1), format!("{:?}", chains[ci % chains.len()]), "chain {ci}");
+        }
+        assert_eq!(store.len(), n);
+    }
+
+    #[test]
     fn a_chain_changed_in_place_reads_back_changed_and_the_others_unchanged() {
         let chains = fixture_chains();
         let mut store = ChainStore::of(&chains);
@@ -710,6 +769,7 @@ mod tests {
         for c in &chains {
             store.push(c, &mut buf);
         }
+        store.finish();
         assert!(!store.writable);
         assert!(store.slots.iter().all(|s| s.at == Where::Memory));
         for (ci, c) in store.each().enumerate() {
