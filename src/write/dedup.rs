@@ -186,6 +186,15 @@ fn push_hex128(out: &mut Vec<u8>, id: u128) {
     out.push(b'"');
 }
 
+/// A `segments.bin` record's header: the segment's id (16 bytes, big-endian)
+/// and its length (4 bytes, little-endian).
+pub(super) fn segment_header(h: &[u8; 20]) -> (u128, usize) {
+    let (id, len) = h.split_at(16);
+    let id = u128::from_be_bytes(id.try_into().unwrap_or_default());
+    let len = u32::from_le_bytes(len.try_into().unwrap_or_default());
+    (id, len as usize)
+}
+
 pub(super) fn hex128(id: u128) -> String {
     format!("{id:032x}")
 }
@@ -425,14 +434,11 @@ pub fn expand(dir: &Path, out: &mut dyn Write) -> io::Result<u64> {
     let mut segments: HashMap<u128, &[u8]> = HashMap::default();
     let mut pos = 0usize;
     while pos < data.len() {
-        let header =
-            data.get(pos..pos + 20).ok_or_else(|| bad(&seg_path, 0, format!("truncated record at byte {pos}")))?;
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&header[..16]);
-        let id = u128::from_be_bytes(id);
-        let mut len = [0u8; 4];
-        len.copy_from_slice(&header[16..20]);
-        let len = u32::from_le_bytes(len) as usize;
+        let header = data
+            .get(pos..pos + 20)
+            .and_then(|h| h.try_into().ok())
+            .ok_or_else(|| bad(&seg_path, 0, format!("truncated record at byte {pos}")))?;
+        let (id, len) = segment_header(header);
         let bytes = data
             .get(pos + 20..pos + 20 + len)
             .ok_or_else(|| bad(&seg_path, 0, format!("truncated segment at byte {pos}")))?;

@@ -30,7 +30,7 @@
 //! Written as `write_dedup` writes: into a temporary directory beside OUT,
 //! renamed to OUT when complete; OUT must not exist or be empty.
 
-use super::{DEDUP_VERSION, MANIFEST, bad, check_dedup_target, hex128};
+use super::{DEDUP_VERSION, MANIFEST, bad, check_dedup_target, hex128, segment_header};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -233,12 +233,7 @@ fn copy_segments(
             20 => {}
             _ => return Err(bad(&path, 0, format!("truncated record at byte {pos}"))),
         }
-        let mut id = [0u8; 16];
-        id.copy_from_slice(&header[..16]);
-        let id = u128::from_be_bytes(id);
-        let mut len = [0u8; 4];
-        len.copy_from_slice(&header[16..20]);
-        let len = u32::from_le_bytes(len) as usize;
+        let (id, len) = segment_header(&header);
         bytes.resize(len, 0);
         if read_full(&mut r, &mut bytes)? != len {
             return Err(bad(&path, 0, format!("truncated segment at byte {pos}")));

@@ -32,7 +32,7 @@ pub mod merge;
 use batch::Spilled;
 pub use batch::{Spill, write_batch, write_batch_spilling};
 pub use dedup::{DEDUP_VERSION, expand, write_dedup, write_dedup_store, write_dedup_store_sending};
-use dedup::{MANIFEST, bad, check_dedup_target, hex128};
+use dedup::{MANIFEST, bad, check_dedup_target, hex128, segment_header};
 pub use merge::{MergeSummary, merge_stores};
 
 use crate::assemble::Request;
