@@ -620,6 +620,41 @@ mod tests {
         }
     }
 
+    /// A file read a chunk at a time gives the entries one read whole
+    /// gives, and holds each short string value once while it repeats: the
+    /// session id on every line, each `parentUuid` the line before's
+    /// `uuid` (a real 2.0.5 transcript).
+    #[test]
+    fn a_chunked_read_holds_repeated_short_values_once() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "tests/fixtures/cc-2.0.5/ide-extension/transcripts/-tmp-ctxasm-ide-extension-proj/\
+             751a218f-5179-407a-b84b-973221037898.jsonl",
+        );
+        let data = std::fs::read(&path).unwrap();
+        let (whole_bump, chunk_bump) = (Bump::new(), Bump::new());
+        let opts = ReadOptions { fields: Fields::Requests, ..ReadOptions::default() };
+        let whole = parse_bytes(&whole_bump, &data, "f", &opts);
+        let chunked = parse_bytes_chunked(&chunk_bump, &data, "f", &opts);
+        assert_eq!((whole.entries.len(), whole.diagnostics.len()), (37, 0));
+        assert!(whole.entries == chunked.entries);
+        let sid = |e: &Entry<'_>| e.env.session_id.map(str::as_ptr);
+        let ids: std::collections::HashSet<_> = chunked.entries.iter().filter_map(sid).collect();
+        assert_eq!(ids.len(), 1, "one copy of the session id");
+        let mut linked = 0;
+        for pair in chunked.entries.windows(2) {
+            if let (Some(u), Some(p)) = (pair[0].env.uuid, pair[1].env.parent_uuid)
+                && u == p
+            {
+                assert!(std::ptr::eq(u, p), "line {}: parentUuid copied again", pair[1].line);
+                linked += 1;
+            }
+        }
+        assert_eq!(linked, 25);
+        // A read whole borrows each line's bytes where they lie.
+        let borrowed: std::collections::HashSet<_> = whole.entries.iter().filter_map(sid).collect();
+        assert_eq!(borrowed.len(), whole.entries.iter().filter_map(sid).count());
+    }
+
     /// A read that fails mid-file keeps the lines before it and names the
     /// last one.
     #[test]
@@ -746,17 +781,21 @@ mod tests {
         }
     }
 
-    /// Read a chunk at a time, object keys are copied into the arena once
-    /// each.
+    /// Read a chunk at a time, object keys and short string values are
+    /// copied into the arena once each; a longer value each time.
     #[test]
-    fn keys_are_copied_once() {
+    fn keys_and_short_values_are_copied_once() {
         let bump = Bump::new();
-        let data = b"{\"type\":\"summary\"}\n{\"type\":\"summary\"}\n";
-        let p = parse_from(&bump, &data[..], data.len() as u64, "k.jsonl", &ReadOptions::default());
+        let long = "x".repeat(65);
+        let line = format!("{{\"type\":\"summary\",\"summary\":\"{long}\"}}\n");
+        let data = line.repeat(2);
+        let p = parse_from(&bump, data.as_bytes(), data.len() as u64, "k.jsonl", &ReadOptions::default());
         let key = |i: usize| p.entries[i].raw.as_object().unwrap()[0].0.as_ptr();
         assert_eq!(key(0), key(1));
-        let value = |i: usize| p.entries[i].raw.get_str("type").unwrap().as_ptr();
-        assert_ne!(value(0), value(1));
+        let value = |i: usize, k: &str| p.entries[i].raw.get_str(k).unwrap().as_ptr();
+        assert_eq!(value(0, "type"), value(1, "type"));
+        assert_ne!(value(0, "summary"), value(1, "summary"));
+        assert_eq!(p.entries[1].raw.get_str("summary"), Some(long.as_str()));
     }
 
     /// Pieces of lines for `any_lines_read_the_same_both_ways`.

@@ -496,33 +496,42 @@ impl<'i, 'a> Strings<'i, 'a> for Copied<'_, 'a> {
     }
     #[inline]
     fn value(&mut self, s: &'i str) -> &'a str {
-        if s.is_empty() { "" } else { self.bump.alloc_str(s) }
+        self.keys.value(self.bump, s)
     }
 }
 
 /// Object keys already copied into an arena, so that the thousands of
 /// lines of a file that share a few dozen keys hold each once: a small
-/// direct-mapped cache (a key it no longer holds is copied again).
+/// direct-mapped cache (a key it no longer holds is copied again). Short
+/// string values get one of their own: a session's lines repeat their
+/// session id, directory, release, branch, model and kinds, and each
+/// line's `parentUuid` is the `uuid` of the line before.
 #[derive(Debug)]
 pub struct KeyCache<'a> {
     slots: Box<[&'a str; KEY_SLOTS]>,
+    values: Box<[&'a str; VALUE_SLOTS]>,
 }
 
 const KEY_SLOTS: usize = 512;
+const VALUE_SLOTS: usize = 512;
+/// Values longer than this are copied each time (text, rarely repeated
+/// whole line after line).
+const SHORT_VALUE: usize = 64;
 
-/// A key's slot: a hash of its length and its first and last 8 bytes
-/// (what tells a transcript's keys apart), cheaper than hashing it all.
+/// A string's slot (9 bits): a hash of its length and its first and last
+/// 8 bytes (what tells a transcript's keys and short values apart),
+/// cheaper than hashing it all.
 #[inline]
 fn key_slot(b: &[u8]) -> usize {
     let word = |b: &[u8]| b.iter().fold(0u64, |h, &x| h << 8 | u64::from(x));
     let (head, tail) = (&b[..b.len().min(8)], &b[b.len().saturating_sub(8)..]);
     let h = (word(head) ^ word(tail).rotate_left(29) ^ b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (h >> 55) as usize % KEY_SLOTS
+    (h >> 55) as usize
 }
 
 impl Default for KeyCache<'_> {
     fn default() -> Self {
-        KeyCache { slots: Box::new([""; KEY_SLOTS]) }
+        KeyCache { slots: Box::new([""; KEY_SLOTS]), values: Box::new([""; VALUE_SLOTS]) }
     }
 }
 
@@ -533,7 +542,24 @@ impl<'a> KeyCache<'a> {
         if s.is_empty() {
             return "";
         }
-        let slot = &mut self.slots[key_slot(s.as_bytes())];
+        let slot = &mut self.slots[key_slot(s.as_bytes()) % KEY_SLOTS];
+        if *slot != s {
+            *slot = bump.alloc_str(s);
+        }
+        slot
+    }
+
+    /// A string value in `bump`: a short one is the copy made for an
+    /// earlier value equal to it while the cache still holds it.
+    #[inline]
+    pub fn value(&mut self, bump: &'a Bump, s: &str) -> &'a str {
+        if s.is_empty() {
+            return "";
+        }
+        if s.len() > SHORT_VALUE {
+            return bump.alloc_str(s);
+        }
+        let slot = &mut self.values[key_slot(s.as_bytes()) % VALUE_SLOTS];
         if *slot != s {
             *slot = bump.alloc_str(s);
         }

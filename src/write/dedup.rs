@@ -24,6 +24,11 @@ pub fn write_dedup(
 /// at 54.2 MiB; at 256 KiB, 50.3 MiB, and smaller parts gave no less.
 const SEND_AT: usize = 256 << 10;
 
+/// The buffer of each file of the store: a session's parts arrive
+/// [`SEND_AT`] bytes at a time, and a larger buffer is only more memory
+/// (two of 1 MiB were 1.5 MB of a long session's peak).
+const WRITE_BUF: usize = SEND_AT;
+
 /// [`write_dedup`]; with `keep_empty`, a store without a request is
 /// written too (a shard of a corpus may hold none, and `merge` takes it).
 pub fn write_dedup_store(
@@ -121,7 +126,7 @@ fn write_dedup_into(
             .create_new(true)
             .open(dir.join(name))
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(name).display())))?;
-        Ok(BufWriter::with_capacity(1 << 20, f))
+        Ok(BufWriter::with_capacity(WRITE_BUF, f))
     };
     let mut segs = open("segments.bin")?;
     let mut recipes = open("recipes.jsonl")?;
