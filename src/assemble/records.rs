@@ -52,6 +52,7 @@ use crate::model::entry::{Entry, EntryKind};
 use crate::model::messages::assistant_messages;
 use crate::profile::MetadataForm;
 use bumpalo::Bump;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What record replay produced for one session.
@@ -735,7 +736,7 @@ fn build_body<'a>(
         model,
         messages: messages.messages(),
         shared: 0,
-        lead_params: Vec::new(),
+        lead_params: Cow::Borrowed(&[]),
         system: system.into_iter().map(|s| &*bump.alloc(s)).collect(),
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
         tools: tools.map(|t| &*bump.alloc(t)),
@@ -743,7 +744,7 @@ fn build_body<'a>(
         metadata: wire::metadata(bump, opts, e.env.session_id.unwrap_or(""), MetadataForm::JsonUserId),
         params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
         stream: true,
-        betas,
+        betas: Cow::Owned(betas),
         cch_seed: None,
     };
     Ok((body, BuiltWire { messages, marked_from, shared }))

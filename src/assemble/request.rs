@@ -3,9 +3,14 @@
 //! is [`crate::write`]'s.
 
 use crate::json::Json;
+use std::borrow::Cow;
 
 /// A request body: `model, messages`, the lead params, `system, tools,
 /// metadata`, the other recorded params in their order, then `stream`.
+///
+/// Its lists are borrowed where a session's requests share them (the
+/// pipeline keeps one copy per chain while they stay the same: a session
+/// of thousands of turns does not hold thousands of equal lists).
 #[derive(Debug, Clone)]
 pub struct Body<'a> {
     pub model: Json<'a>,
@@ -18,20 +23,20 @@ pub struct Body<'a> {
     pub shared: usize,
     /// Params sent between `messages` and `system` (1.0.x: `temperature`;
     /// empty for every later release).
-    pub lead_params: Vec<(&'a str, Json<'a>)>,
-    pub system: Vec<&'a Json<'a>>,
+    pub lead_params: Cow<'a, [(&'a str, Json<'a>)]>,
+    pub system: Cow<'a, [&'a Json<'a>]>,
     /// Per system block: a key naming its exact bytes (shape hash, index,
     /// cache control), so they are serialized once; `None` = serialize.
-    pub system_keys: Vec<Option<u128>>,
+    pub system_keys: Cow<'a, [Option<u128>]>,
     pub tools: Option<&'a Json<'a>>,
     /// The same for the tool list.
     pub tools_key: Option<u128>,
     pub metadata: Json<'a>,
     /// Recorded params other than `model` and `betas`, in recorded order.
-    pub params: Vec<(&'a str, Json<'a>)>,
+    pub params: Cow<'a, [(&'a str, Json<'a>)]>,
     pub stream: bool,
     /// `anthropic-beta` header values (not part of the body).
-    pub betas: Vec<&'a str>,
+    pub betas: Cow<'a, [&'a str]>,
     /// The native client's attestation seed (`billing.cch_seed`): the
     /// writer replaces the billing block's `cch=00000` with the attested
     /// value of the written bytes ([`crate::assemble::wire::attest`]).
@@ -45,16 +50,16 @@ impl<'a> Body<'a> {
             model: Json::Null,
             messages: messages.into(),
             shared: 0,
-            lead_params: Vec::new(),
-            system: Vec::new(),
-            system_keys: Vec::new(),
+            lead_params: Cow::Borrowed(&[]),
+            system: Cow::Borrowed(&[]),
+            system_keys: Cow::Borrowed(&[]),
             tools: None,
             tools_key: None,
             metadata: Json::Null,
-            params: Vec::new(),
+            params: Cow::Borrowed(&[]),
             stream: true,
             cch_seed: None,
-            betas: Vec::new(),
+            betas: Cow::Borrowed(&[]),
         }
     }
 }

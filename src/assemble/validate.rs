@@ -180,7 +180,7 @@ impl<'a> Validator<'a> {
                 scan_block(t, None, &mut counts, &mut out);
             }
         }
-        for s in &body.system {
+        for s in body.system.iter() {
             scan_block(s, None, &mut counts, &mut out);
         }
         if self.now.talk == 0 {

@@ -5,6 +5,7 @@ use crate::assemble::Body;
 use crate::json::Json;
 use bumpalo::Bump;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// The [`Body`] of a Messages request (a JSON object parsed into `bump`):
 /// `model`, `messages`, `system` (a string system is one text block),
@@ -36,15 +37,15 @@ pub fn body_from_request<'a>(bump: &'a Bump, req: &Json<'a>) -> Body<'a> {
         model: req.get("model").copied().unwrap_or(Json::Null),
         messages: messages.into(),
         shared: 0,
-        lead_params: Vec::new(),
-        system_keys: vec![None; system.len()],
-        system,
+        lead_params: Cow::Borrowed(&[]),
+        system_keys: vec![None; system.len()].into(),
+        system: system.into(),
         tools: req.get("tools"),
         tools_key: None,
         metadata: req.get("metadata").copied().unwrap_or(Json::Null),
-        params,
+        params: params.into(),
         stream: req.get_bool("stream").unwrap_or(false),
-        betas: Vec::new(),
+        betas: Cow::Borrowed(&[]),
         cch_seed: None,
     }
 }

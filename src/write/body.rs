@@ -71,7 +71,7 @@ pub fn body_head(out: &mut Vec<u8>, body: &Body<'_>) {
 /// The lead params (`,"temperature":1` of 1.0.x), between the messages'
 /// `]` and `,"system":[`; nothing for a body without them.
 pub fn body_mid(out: &mut Vec<u8>, body: &Body<'_>) {
-    for (k, v) in &body.lead_params {
+    for (k, v) in body.lead_params.iter() {
         out.push(b',');
         writer::write_str(out, k);
         out.push(b':');
@@ -83,7 +83,7 @@ pub fn body_mid(out: &mut Vec<u8>, body: &Body<'_>) {
 pub fn body_tail(out: &mut Vec<u8>, body: &Body<'_>) {
     out.extend_from_slice(b",\"metadata\":");
     writer::write(out, &body.metadata);
-    for (k, v) in &body.params {
+    for (k, v) in body.params.iter() {
         out.push(b',');
         writer::write_str(out, k);
         out.push(b':');
@@ -229,14 +229,14 @@ mod tests {
             messages: msgs.iter().collect(),
             shared: 0,
             system: header.iter().collect(),
-            system_keys: vec![None],
+            system_keys: vec![None].into(),
             tools: None,
             tools_key: None,
             metadata: Json::Null,
-            lead_params: vec![],
-            params: vec![],
+            lead_params: vec![].into(),
+            params: vec![].into(),
             stream: true,
-            betas: vec![],
+            betas: vec![].into(),
             cch_seed: Some(7),
         };
         let mut cache = SegmentCache::default();
@@ -261,15 +261,15 @@ mod tests {
             model: Json::Str("claude"),
             messages: msgs.iter().collect(),
             shared: 0,
-            lead_params: vec![],
+            lead_params: vec![].into(),
             system: sys.iter().collect(),
-            system_keys: vec![Some(7)],
+            system_keys: vec![Some(7)].into(),
             tools: Some(&tools),
             tools_key: Some(8),
             metadata: Json::Obj(&[("user_id", Json::Str("{\"x\":1}"))]),
-            params: vec![("max_tokens", Json::U64(5))],
+            params: vec![("max_tokens", Json::U64(5))].into(),
             stream: true,
-            betas: vec![],
+            betas: vec![].into(),
             cch_seed: None,
         };
         let mut cache = SegmentCache::default();

@@ -15,6 +15,8 @@ use crate::assemble::wire::{self, custom_id, id_session_part};
 use crate::assemble::{Body, Messages, Request};
 use crate::json::Json;
 use crate::model::entry::EntryKind;
+use bumpalo::Bump;
+use std::borrow::Cow;
 
 /// The plan's params, those the layout takes from records replaced by the
 /// value of the newest `api-request` record before entry `first` (left out
@@ -45,6 +47,53 @@ fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize, process: Option<usize>) 
 }
 
 /// Which request of its chain a request is: the custom id says.
+/// A request's lists in the arena: the chain's requests borrow one copy
+/// while they stay the same (a session of n turns holds them once, not n
+/// times).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Lists<'a> {
+    lead_params: &'a [(&'a str, Json<'a>)],
+    system: &'a [&'a Json<'a>],
+    system_keys: &'a [Option<u128>],
+    params: &'a [(&'a str, Json<'a>)],
+    betas: &'a [&'a str],
+}
+
+/// `last` when `v` equals it, else `v` copied into the arena. System
+/// blocks are compared as nodes (the chain's requests share them).
+fn same_or_copy<'a, T: Copy + SameAs>(bump: &'a Bump, v: &[T], last: &'a [T]) -> &'a [T] {
+    if v.len() == last.len() && v.iter().zip(last).all(|(a, b)| a.same_as(b)) { last } else { bump.alloc_slice_copy(v) }
+}
+
+/// Equality for [`same_or_copy`].
+trait SameAs {
+    fn same_as(&self, other: &Self) -> bool;
+}
+
+impl SameAs for &Json<'_> {
+    fn same_as(&self, other: &Self) -> bool {
+        std::ptr::eq(*self, *other)
+    }
+}
+
+impl SameAs for (&str, Json<'_>) {
+    fn same_as(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl SameAs for Option<u128> {
+    fn same_as(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl SameAs for &str {
+    fn same_as(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum RequestId {
     /// The `n`-th assistant turn: `<session>[_<agent>]_<n>`.
@@ -122,13 +171,23 @@ pub(crate) fn build_request<'a>(
             (lead.unwrap_or_else(|| cx.statics.lead_params.clone()), params)
         }
     };
+    let betas = agent.map_or(&cx.statics.betas[..], |a| &a.betas[..]);
+    let last = cx.last_lists.get();
+    let lists = Lists {
+        lead_params: same_or_copy(bump, &lead_params, last.lead_params),
+        system: same_or_copy(bump, &blocks, last.system),
+        system_keys: same_or_copy(bump, &system_keys, last.system_keys),
+        params: same_or_copy(bump, &params, last.params),
+        betas: same_or_copy(bump, betas, last.betas),
+    };
+    cx.last_lists.set(lists);
     let body = Body {
         model,
         messages,
         shared: 0,
-        lead_params,
-        system: blocks,
-        system_keys,
+        lead_params: Cow::Borrowed(lists.lead_params),
+        system: Cow::Borrowed(lists.system),
+        system_keys: Cow::Borrowed(lists.system_keys),
         tools: system.tools,
         tools_key: system.tools_key,
         metadata: match cx.last_metadata.get() {
@@ -139,9 +198,9 @@ pub(crate) fn build_request<'a>(
                 m
             }
         },
-        params,
+        params: Cow::Borrowed(lists.params),
         stream: true,
-        betas: agent.map_or_else(|| cx.statics.betas.clone(), |a| a.betas.clone()),
+        betas: Cow::Borrowed(lists.betas),
         cch_seed: header.and(cx.plan.cch_seed),
     };
     Request {

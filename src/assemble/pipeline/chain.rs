@@ -65,6 +65,9 @@ pub(crate) struct ChainCtx<'a, 's> {
     /// next request when equal: one node per chain instead of per request.
     pub(crate) last_header: std::cell::Cell<Option<(&'a str, &'a Json<'a>)>>,
     pub(crate) last_metadata: std::cell::Cell<Option<(&'a str, Json<'a>)>>,
+    /// The lists of the last request built, in the arena, borrowed by the
+    /// next request when equal ([`super::body`]).
+    pub(crate) last_lists: std::cell::Cell<super::body::Lists<'a>>,
 }
 
 /// Which turns of a file one chain builds. 1.0.x writes a Task subagent's
@@ -290,6 +293,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
             },
             last_header: std::cell::Cell::new(None),
             last_metadata: std::cell::Cell::new(None),
+            last_lists: std::cell::Cell::new(super::body::Lists::default()),
             process_starts: process_first_prompts(entries),
             prompts_before: super::processes::prompts_before(entries),
             per_process_at: agent

@@ -372,7 +372,7 @@ fn push_header(
                     seg.append(t, Segment::Value(BlockKind::Tool, Place::Tool), out, feats);
                 }
             }
-            for s in &body.system {
+            for s in body.system.iter() {
                 seg.append(s, Segment::Value(BlockKind::System, Place::System), out, feats);
             }
         }

@@ -356,7 +356,7 @@ fn for_each_block(body: &Body<'_>, f: &mut dyn FnMut(&Json<'_>, BlockKind, Place
             f(t, BlockKind::Tool, Place::Tool);
         }
     }
-    for s in &body.system {
+    for s in body.system.iter() {
         f(s, BlockKind::System, Place::System);
     }
     for m in &body.messages {
@@ -426,7 +426,7 @@ mod tests {
         let m = Json::Obj(bump.alloc_slice_copy(&[("role", Json::Str("user")), ("content", content)]));
         let sys = parse(&bump, r#"{"type":"text","text":"system text"}"#);
         let mut body = Body::from_messages(vec![bump.alloc(m)]);
-        body.system = vec![sys];
+        body.system = vec![sys].into();
         let est = Estimator::uniform(1.0);
         let by_tokens = blocks_of(&body, &est.tokens_fn());
         let (blocks, feats) = blocks_with_features(&body);
@@ -477,7 +477,7 @@ mod tests {
         let m3 = parse(&bump, r#"{"role":"user","content":[{"type":"text","text":"hi"}]}"#);
         let mut body = Body::from_messages(vec![m0, m1, m2, m3]);
         body.tools = Some(tools);
-        body.system = vec![sys];
+        body.system = vec![sys].into();
         let b = blocks_of(&body, &|_, k| if k == BlockKind::Tool { 100 } else { 10 });
         let got: Vec<_> = b.iter().map(|b| (b.kind, b.ttl, b.place, b.tokens)).collect();
         let msg = |role, first| Place::Message { role, first };
@@ -502,7 +502,7 @@ mod tests {
         // Automatic caching marks the last block that can carry it.
         let cc = *parse(&bump, r#"{"type":"ephemeral"}"#);
         let mut auto = Body::from_messages(vec![m1]);
-        auto.params = vec![("cache_control", cc)];
+        auto.params = vec![("cache_control", cc)].into();
         let b = blocks_of(&auto, &|_, _| 1);
         assert_eq!(b.iter().map(|b| b.ttl).collect::<Vec<_>>(), [None, M5]);
     }
