@@ -64,6 +64,29 @@ impl Memo<'_> {
     }
 }
 
+/// Points a chain keeps at most: the start, the last [`RECENT_POINTS`]
+/// and a few sparser ones before them. A turn of a long session resumes
+/// from its last point; one that goes back further (a branch) resumes from
+/// the kept point before where it changes, the start at worst, and only
+/// re-does more. A point for every turn was 184 bytes a turn.
+const MAX_POINTS: usize = if cfg!(test) { 8 } else { 64 };
+const RECENT_POINTS: usize = MAX_POINTS / 2;
+
+/// Past [`MAX_POINTS`], every other point older than the last
+/// [`RECENT_POINTS`] is dropped (the start is kept), in order.
+fn thin<T>(points: &mut Vec<T>) {
+    if points.len() <= MAX_POINTS {
+        return;
+    }
+    let old_end = points.len() - RECENT_POINTS;
+    let mut i = 0;
+    points.retain(|_| {
+        let keep = i == 0 || i >= old_end || i % 2 == 0;
+        i += 1;
+        keep
+    });
+}
+
 /// What [`paired_messages`] built.
 pub(crate) struct Paired {
     /// How many leading messages of [`Memo::paired`] are the last turn's
@@ -111,8 +134,31 @@ pub(crate) fn paired_messages<'a>(
     for (mark, (len, pair)) in marks.into_iter().zip(states) {
         let media = from.media + media_of[..len].iter().sum::<usize>();
         memo.points.push(Point { norm: mark, pair, paired: from.paired + len, media });
+        thin(&mut memo.points);
     }
     memo.paired.truncate(from.paired);
     memo.paired.extend(added);
     Paired { unchanged, media: from.media + media_of.iter().sum::<usize>(), normalize: report, pairing: end.repairs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points stay few and in order: the start, the recent ones all, a few
+    /// sparser ones before them.
+    #[test]
+    fn points_are_thinned_past_the_most_kept() {
+        let mut points = Vec::new();
+        for turn in 0..1000 {
+            points.push(turn);
+            thin(&mut points);
+            assert!(points.len() <= MAX_POINTS);
+        }
+        assert_eq!(points[0], 0);
+        assert!(points.windows(2).all(|w| w[0] < w[1]));
+        let recent: Vec<usize> = (1000 - RECENT_POINTS..1000).collect();
+        assert_eq!(points[points.len() - RECENT_POINTS..], recent[..]);
+        assert_eq!(points, [0, 992, 994, 995, 996, 997, 998, 999]);
+    }
 }
