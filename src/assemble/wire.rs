@@ -112,7 +112,8 @@ pub fn billing_header(version: &str, suffix: &str, entrypoint: &str, extra: &str
 
 /// The billing header's 3-hex suffix for a first user text.
 pub fn billing_suffix(salt: &str, first_text: &str, version: &str) -> String {
-    let units: Vec<u16> = first_text.encode_utf16().collect();
+    // Only the first 21 UTF-16 units are read (the text may be long).
+    let units: smallvec::SmallVec<[u16; 21]> = first_text.encode_utf16().take(21).collect();
     let mut h = Sha256::new();
     h.update(salt.as_bytes());
     for i in [4usize, 7, 20] {
