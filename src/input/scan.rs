@@ -52,7 +52,7 @@ impl<'a> UsageLine<'a> {
     /// The usage line of a fully read entry (`None` when it is not one).
     pub fn of_entry(e: &Entry<'a>) -> Option<Self> {
         let a = e.as_assistant()?;
-        let usage = a.usage?;
+        let usage = *a.usage?;
         let cc = e.raw.get("message").and_then(|m| m.get("usage")).and_then(|u| u.get("cache_creation"));
         Some(UsageLine {
             line: e.line,

@@ -61,7 +61,9 @@ pub struct AssistantEntry<'a> {
     pub model: Option<&'a str>,
     pub content: Content<'a>,
     pub stop_reason: Option<&'a str>,
-    pub usage: Option<Usage<'a>>,
+    /// In the arena: most entries are not assistant lines, and an entry is
+    /// as large as its largest kind.
+    pub usage: Option<&'a Usage<'a>>,
     pub is_api_error_message: bool,
 }
 
@@ -142,7 +144,8 @@ pub enum EntryKind<'a> {
         hash: Option<&'a str>,
         message: Option<&'a Json<'a>>,
     },
-    ApiRequest(ApiRequest<'a>),
+    /// (In the arena: rare but large.)
+    ApiRequest(&'a ApiRequest<'a>),
     CostState {
         total_cost_usd: Option<f64>,
         model_usage: Option<&'a Json<'a>>,
@@ -339,7 +342,10 @@ pub fn type_entry_with<'a>(
                 model: m("model"),
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
                 stop_reason: m("stop_reason"),
-                usage: msg.and_then(|m| m.get("usage")).filter(|u| u.as_object().is_some()).map(usage),
+                usage: msg
+                    .and_then(|m| m.get("usage"))
+                    .filter(|u| u.as_object().is_some())
+                    .map(|u| &*bump.alloc(usage(u))),
                 is_api_error_message: raw.get_bool("isApiErrorMessage").unwrap_or(false),
             })
         }
@@ -376,7 +382,7 @@ pub fn type_entry_with<'a>(
         "permission-mode" => EntryKind::PermissionMode { permission_mode: s("permissionMode") },
         "api-request-shape" => EntryKind::ApiRequestShape { shape_hash: s("shapeHash"), shape: raw.get("shape") },
         "api-request-blob" => EntryKind::ApiRequestBlob { hash: s("hash"), message: raw.get("message") },
-        "api-request" => EntryKind::ApiRequest(ApiRequest {
+        "api-request" => EntryKind::ApiRequest(bump.alloc(ApiRequest {
             id: s("id"),
             base: s("base"),
             keep: raw.get_u64("keep"),
@@ -386,7 +392,7 @@ pub fn type_entry_with<'a>(
             shape_hash: s("shapeHash"),
             request_digest: s("requestDigest"),
             query_source: s("querySource"),
-        }),
+        })),
         "cost-state" => EntryKind::CostState {
             total_cost_usd: raw.get("totalCostUSD").and_then(Json::as_f64),
             model_usage: raw.get("modelUsage"),
@@ -424,7 +430,7 @@ mod tests {
         assert_eq!(a.request_id, Some("req_1"));
         assert_eq!(a.stop_reason, None);
         assert_eq!(
-            a.usage,
+            a.usage.copied(),
             Some(Usage {
                 input_tokens: 3,
                 output_tokens: 5,
