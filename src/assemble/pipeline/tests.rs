@@ -258,3 +258,42 @@ fn resumed_turns_equal_turns_built_from_scratch() {
     }
     assert!(compared > 1500, "{compared} requests compared");
 }
+
+/// A chain's requests borrow one copy of the lists they share (system
+/// blocks and keys, params, betas) instead of each holding its own: the
+/// 2.1.88 long session's turns, built with its release's profile.
+#[test]
+fn a_chains_requests_share_their_lists() {
+    use crate::assemble::Body;
+    use std::borrow::Cow;
+    // The variant is what is checked: borrowed, and the same slice.
+    #[allow(clippy::ptr_arg)]
+    fn same<T: Clone>(a: &Cow<'_, [T]>, b: &Cow<'_, [T]>) -> bool {
+        matches!((a, b), (Cow::Borrowed(x), Cow::Borrowed(y)) if std::ptr::eq(x.as_ptr(), y.as_ptr()) && x.len() == y.len())
+    }
+    fn shares<'a>(a: &Body<'a>, b: &Body<'a>) -> bool {
+        same(&a.system, &b.system)
+            && same(&a.system_keys, &b.system_keys)
+            && same(&a.params, &b.params)
+            && same(&a.betas, &b.betas)
+            && same(&a.lead_params, &b.lead_params)
+    }
+    let hello = scenario("cc-2.1.88", "hello");
+    let env = SessionEnv::from_dir(&hello.join("env")).unwrap();
+    let profile = extract(&hello.join("wire.jsonl"), Some(&env)).unwrap();
+    let dir = scenario("cc-2.1.88", "long-session");
+    let setup =
+        Setup { profile, env: Some(SessionEnv::from_dir(&dir.join("env")).unwrap()), overrides: Overrides::default() };
+    let disc = discover(&[dir.join("transcripts")]);
+    let run = RunOptions::with_threads(Some(1));
+    let out = for_each_session_of(&disc, &disc.groups, &run, |bump, session| {
+        let (plan, extras) = setup.prepare(session);
+        let built = assemble_pipeline(bump, session, &plan, &extras, &RecordOptions::default());
+        let shared = built.requests.windows(2).filter(|w| shares(&w[0].body, &w[1].body)).count();
+        (built.requests.len(), shared, built.requests[0].body.system.len(), built.requests[0].body.params.len())
+    });
+    let (n, shared, blocks, params) = out.into_iter().next().unwrap().unwrap();
+    assert!(n >= 5 && blocks > 1 && params > 1, "{n} requests, {blocks} system blocks, {params} params");
+    // Each request after the first borrows the one before's lists.
+    assert_eq!(shared, n - 1);
+}
