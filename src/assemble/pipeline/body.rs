@@ -46,7 +46,6 @@ fn turn_params<'a>(cx: &ChainCtx<'a, '_>, first: usize, process: Option<usize>) 
         .collect()
 }
 
-/// Which request of its chain a request is: the custom id says.
 /// A request's lists in the arena: the chain's requests borrow one copy
 /// while they stay the same (a session of n turns holds them once, not n
 /// times).
@@ -94,6 +93,7 @@ impl SameAs for &str {
     }
 }
 
+/// Which request of its chain a request is: the custom id says.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum RequestId {
     /// The `n`-th assistant turn: `<session>[_<agent>]_<n>`.
