@@ -27,8 +27,6 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 pub struct Turn {
     /// Entry index of the message's first line.
     pub first: usize,
-    /// All lines of the message, in file order.
-    pub lines: Vec<usize>,
 }
 
 /// Index of a file's entries by uuid and by parent.
@@ -79,7 +77,7 @@ pub fn turns(entries: &[Entry<'_>]) -> Vec<Turn> {
                     .is_some_and(|a| !a.is_api_error_message && a.model != Some("<synthetic>"))
             })
         })
-        .map(|g| Turn { first: g.entries[0] as usize, lines: g.entries.iter().map(|&i| i as usize).collect() })
+        .map(|g| Turn { first: g.entries[0] as usize })
         .collect()
 }
 
