@@ -213,15 +213,18 @@ impl ChainStore {
     /// time): what it returned, in chain order.
     pub(super) fn map<R: Send>(&self, f: impl Fn(usize, &ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
         let mut out = Vec::with_capacity(self.len());
-        let mut start = 0;
-        while start < self.len() {
-            let end = (start + AT_ONCE).min(self.len());
-            for d in self.decode_range(start..end, |ci, c| f(ci, &c))? {
+        for range in self.ranges(AT_ONCE) {
+            for d in self.decode_range(range, |ci, c| f(ci, &c))? {
                 out.push(d?);
             }
-            start = end;
         }
         Ok(out)
+    }
+
+    /// The chains' indices, `n` at a time.
+    fn ranges(&self, n: usize) -> impl Iterator<Item = std::ops::Range<usize>> + use<> {
+        let len = self.len();
+        (0..len).step_by(n).map(move |start| start..(start + n).min(len))
     }
 
     /// Every chain in order (decoded in parallel, a bounded number ahead).
@@ -248,21 +251,18 @@ impl ChainStore {
     pub(super) fn update<R: Send>(&mut self, f: impl Fn(&mut ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
         let mut next = ChainStore::new();
         let mut out = Vec::with_capacity(self.len());
-        let mut start = 0;
-        while start < self.len() {
-            let end = (start + AT_ONCE).min(self.len());
-            let done = self.decode_range(start..end, |_, mut c| {
+        for range in self.ranges(AT_ONCE) {
+            let done = self.decode_range(range.clone(), |_, mut c| {
                 let r = f(&mut c);
                 let mut bytes = Vec::new();
                 encode(&c, &mut bytes);
                 (bytes, r)
             })?;
-            for (ci, d) in (start..end).zip(done) {
+            for (ci, d) in range.zip(done) {
                 let (bytes, r) = d?;
                 next.add(&bytes, self.reqs(ci));
                 out.push(r);
             }
-            start = end;
         }
         next.finish();
         *self = next;
