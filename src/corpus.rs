@@ -29,7 +29,7 @@ pub struct ParsedFile<'a, 'd> {
 impl<'a> ParsedFile<'a, '_> {
     /// The `sessionId` the file's entries carry (the first one seen).
     pub fn session_id(&self) -> Option<&'a str> {
-        self.parsed.entries.iter().find_map(|e| e.env.session_id)
+        self.parsed.entries.iter().find_map(|e| e.env.shared.session_id)
     }
 }
 

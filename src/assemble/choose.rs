@@ -89,5 +89,5 @@ impl Chooser {
 /// The Claude Code release a session's transcript records: the `version`
 /// of its first entry that has one.
 pub fn session_version<'a>(session: &Session<'a, '_>) -> Option<&'a str> {
-    session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version)
+    session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.version)
 }

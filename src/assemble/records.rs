@@ -511,7 +511,7 @@ fn replay_chain<'a>(
                 if let Some(s) = r.id.and_then(|id| sent.get_mut(id)).and_then(|s| s.slots.as_mut().ok()) {
                     s.wire = Some(Wire { messages: wire.messages, marked_from: wire.marked_from, at });
                 }
-                let session_id = e.env.session_id.unwrap_or("");
+                let session_id = e.env.shared.session_id.unwrap_or("");
                 out.requests.push(Request {
                     custom_id: custom_id(&id_session_part(chain.file.file, session_id), chain.agent_id, index),
                     session_id,
@@ -678,7 +678,7 @@ fn build_body<'a>(
     opts: &RecordOptions,
     collapsed: &mut HashMap<*const Json<'a>, &'a Json<'a>>,
 ) -> Result<(Body<'a>, BuiltWire<'a>), String> {
-    let version = e.env.version.unwrap_or("");
+    let version = e.env.shared.version.unwrap_or("");
     let canonical_messages = canonical.messages();
     let first_text = canonical_messages.first().map_or("", |m| first_user_text(m));
     // A subagent's request says so in its header (`wire::SUBAGENT_BILLING_FLAG`).
@@ -741,7 +741,7 @@ fn build_body<'a>(
         system_keys: system_key_text.iter().map(|k| k.as_deref().filter(|_| !shape_hash.is_empty()).map(key)).collect(),
         tools: tools.map(|t| &*bump.alloc(t)),
         tools_key: (!shape_hash.is_empty()).then(|| key(&tools_key_text)),
-        metadata: wire::metadata(bump, opts, e.env.session_id.unwrap_or(""), MetadataForm::JsonUserId),
+        metadata: wire::metadata(bump, opts, e.env.shared.session_id.unwrap_or(""), MetadataForm::JsonUserId),
         params: params.iter().filter(|(k, _)| *k != "model" && *k != "betas").copied().collect(),
         stream: true,
         betas: Cow::Owned(betas),

@@ -9,7 +9,7 @@ pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
 use crate::json::{Json, KeyCache, LineParser, OutOfRange, PADDING, ParseFailure, TreeRules};
-use crate::model::entry::{ENVELOPE_KEYS, Entry, EntryKind, type_entry_with};
+use crate::model::entry::{ENVELOPE_KEYS, EnvShared, Entry, EntryKind, type_entry_with};
 use bumpalo::Bump;
 use source::SourceOptions;
 use std::cell::RefCell;
@@ -42,9 +42,9 @@ pub enum Fields {
     All,
     /// What building requests reads (`assemble`, `verify`): without an
     /// assistant line's `message.usage` (its [`AssistantEntry::usage`] is
-    /// `None`) and a user line's `permissionDecision`; the root members of
-    /// [`ENVELOPE_KEYS`] are typed into [`Entry::env`] and not in
-    /// [`Entry::raw`].
+    /// `None`), `message.type` and `message.stop_sequence`, and a user
+    /// line's `permissionDecision`; the root members of [`ENVELOPE_KEYS`]
+    /// are typed into the [`Entry`] and not in [`Entry::raw`].
     ///
     /// [`AssistantEntry::usage`]: crate::model::entry::AssistantEntry::usage
     Requests,
@@ -58,8 +58,16 @@ impl Fields {
         const SHARE: &[&str] = &["params"];
         match self {
             Fields::All => TreeRules::new(&[], SHARE, &[]),
-            Fields::Requests => TreeRules::new(&[&["message", "usage"], &["permissionDecision"]], SHARE, ENVELOPE_KEYS),
-            Fields::RequestsAndUsage => TreeRules::new(&[&["permissionDecision"]], SHARE, ENVELOPE_KEYS),
+            Fields::Requests => TreeRules::new(
+                &[&["message", "usage"], &["message", "type"], &["message", "stop_sequence"], &["permissionDecision"]],
+                SHARE,
+                ENVELOPE_KEYS,
+            ),
+            Fields::RequestsAndUsage => TreeRules::new(
+                &[&["message", "type"], &["message", "stop_sequence"], &["permissionDecision"]],
+                SHARE,
+                ENVELOPE_KEYS,
+            ),
         }
     }
 }
@@ -116,7 +124,8 @@ impl<'a> ParsedLines<'a> {
         display: &str,
     ) {
         let lines = (&mut self.diagnostics, &mut self.bad_lines);
-        if let Some(entry) = full_line(bump, line, parsed, envelope, display, lines) {
+        let prev = self.entries.last().map(|e| e.env.shared);
+        if let Some(entry) = full_line(bump, line, parsed, (envelope, prev), display, lines) {
             if self.unread_records.last() == Some(&line.number) {
                 self.unread_records.pop();
             }
@@ -340,7 +349,7 @@ fn full_line<'a>(
     bump: &'a Bump,
     line: &lines::Line<'_>,
     parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
-    envelope: &[(&str, Json<'a>)],
+    (envelope, prev): (&[(&str, Json<'a>)], Option<&'a EnvShared<'a>>),
     display: &str,
     (diags, bad_lines): (&mut Vec<Diagnostic>, &mut u32),
 ) -> Option<Entry<'a>> {
@@ -371,7 +380,7 @@ fn full_line<'a>(
         diags.push(not_an_object(display, line.number, value));
         return None;
     }
-    match type_entry_with(bump, line.number, value, line.bytes, envelope) {
+    match type_entry_with(bump, line.number, value, line.bytes, envelope, prev) {
         Some(entry) => {
             if matches!(entry.kind, EntryKind::Unknown { .. }) {
                 diags.push(unknown_type(display, line.number, entry.type_name));
@@ -637,7 +646,7 @@ mod tests {
         let chunked = parse_bytes_chunked(&chunk_bump, &data, "f", &opts);
         assert_eq!((whole.entries.len(), whole.diagnostics.len()), (37, 0));
         assert!(whole.entries == chunked.entries);
-        let sid = |e: &Entry<'_>| e.env.session_id.map(str::as_ptr);
+        let sid = |e: &Entry<'_>| e.env.shared.session_id.map(str::as_ptr);
         let ids: std::collections::HashSet<_> = chunked.entries.iter().filter_map(sid).collect();
         assert_eq!(ids.len(), 1, "one copy of the session id");
         let mut linked = 0;
@@ -650,9 +659,18 @@ mod tests {
             }
         }
         assert_eq!(linked, 25);
-        // A read whole borrows each line's bytes where they lie.
-        let borrowed: std::collections::HashSet<_> = whole.entries.iter().filter_map(sid).collect();
-        assert_eq!(borrowed.len(), whole.entries.iter().filter_map(sid).count());
+        // Either way, the envelope members lines repeat are one node while
+        // they stay the same: a node per run of equal ones, and the shared
+        // empty one for the lines without any.
+        let empty = crate::model::entry::EnvShared::default();
+        for p in [&whole, &chunked] {
+            let e = &p.entries;
+            let runs = (0..e.len()).filter(|&i| *e[i].env.shared != empty && (i == 0 || e[i - 1].env.shared != e[i].env.shared));
+            let runs = runs.count() + usize::from(e.iter().any(|x| *x.env.shared == empty));
+            let nodes: std::collections::HashSet<_> =
+                e.iter().map(|x| x.env.shared as *const crate::model::entry::EnvShared<'_>).collect();
+            assert_eq!((runs, nodes.len()), (6, 6));
+        }
     }
 
     /// A read that fails mid-file keeps the lines before it and names the
@@ -673,15 +691,16 @@ mod tests {
         assert_eq!(p.bytes, data.len() as u64);
     }
 
-    /// `Fields::Requests` leaves an assistant line's usage, a user line's
-    /// permission decision and the envelope members (typed into
-    /// `Entry::env`) out of their trees, and nothing else; a
+    /// `Fields::Requests` leaves an assistant line's usage, `message.type`
+    /// and `message.stop_sequence`, a user line's permission decision and
+    /// the root members an entry types as they are (the envelope, `type`,
+    /// `requestId`) out of their trees, and nothing else; a
     /// record's `params` equal to an earlier record's is that record's node
     /// under either; a line read leniently is read whole.
     #[test]
     fn requests_fields_leave_out_what_requests_never_read() {
         let data = concat!(
-            r#"{"type":"assistant","uuid":"a","isSidechain":true,"message":{"id":"m","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}]},"usage":2,"uuid":"second"}"#,
+            r#"{"type":"assistant","uuid":"a","isSidechain":true,"requestId":"req_1","message":{"id":"m","type":"message","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}],"stop_sequence":null},"usage":2,"uuid":"second"}"#,
             "\n",
             r#"{"type":"user","uuid":"u","sessionId":"s","cwd":"/p","permissionDecision":{"allow":true},"message":{"role":"user","content":"q","permissionDecision":1}}"#,
             "\n",
@@ -723,22 +742,29 @@ mod tests {
         assert_eq!(
             compact[..2],
             [
-                r#"{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
-                r#"{"type":"user","message":{"role":"user","content":"q","permissionDecision":1}}"#,
+                r#"{"message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+                r#"{"message":{"role":"user","content":"q","permissionDecision":1}}"#,
             ]
         );
         // The envelope is typed from the members taken out of the tree,
         // the first of a key as before.
         for (e, f) in all.entries.iter().zip(&req.entries) {
-            assert_eq!(e.env, f.env);
+            assert_eq!((e.env, e.type_name), (f.env, f.type_name));
         }
+        assert_eq!(req.entries[0].as_assistant().unwrap().request_id, Some("req_1"));
+        let (a, b) = (req.entries[0].as_assistant().unwrap(), all.entries[0].as_assistant().unwrap());
+        assert_eq!(*a, crate::model::entry::AssistantEntry { usage: None, ..*b });
         assert_eq!((req.entries[0].env.uuid, req.entries[0].env.is_sidechain), (Some("a"), true));
-        assert_eq!((req.entries[1].env.session_id, req.entries[1].env.cwd), (Some("s"), Some("/p")));
+        assert_eq!((req.entries[1].env.shared.session_id, req.entries[1].env.shared.cwd), (Some("s"), Some("/p")));
         assert_eq!(req.entries[0].as_assistant().unwrap().usage, None);
         assert_eq!(all.entries[0].as_assistant().unwrap().usage.unwrap().input_tokens, 3);
-        for (e, f) in all.entries.iter().zip(&req.entries).skip(2) {
-            assert_eq!(e.raw, f.raw);
+        // The records are whole but for their type.
+        for (e, f) in all.entries.iter().zip(&req.entries).skip(2).take(3) {
+            let rest: Vec<_> = e.raw.as_object().unwrap().iter().filter(|(k, _)| *k != "type").copied().collect();
+            assert_eq!(Json::Obj(&rest), *f.raw);
         }
+        // A line read leniently is whole.
+        assert_eq!(all.entries[5].raw, req.entries[5].raw);
         for p in [&all, &req] {
             let params: Vec<&Json<'_>> = p.entries[2..5].iter().map(|e| e.raw.get("params").unwrap()).collect();
             // One node: the members of the first record's params.

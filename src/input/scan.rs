@@ -56,9 +56,9 @@ impl<'a> UsageLine<'a> {
         let cc = e.raw.get("message").and_then(|m| m.get("usage")).and_then(|u| u.get("cache_creation"));
         Some(UsageLine {
             line: e.line,
-            session_id: e.env.session_id,
+            session_id: e.env.shared.session_id,
             timestamp: e.env.timestamp,
-            agent_id: e.env.agent_id,
+            agent_id: e.env.shared.agent_id,
             is_sidechain: e.env.is_sidechain,
             message_id: a.message_id,
             request_id: a.request_id,
@@ -277,13 +277,13 @@ fn scan_with<'a>(
                 bump,
                 &line,
                 parser.parse_line(bump, line.bytes, &mut KeyCache::default(), None),
-                &[],
+                (&[], None),
                 display,
                 (&mut out.diagnostics, &mut out.bad_lines),
             ) {
                 Some(e) => {
-                    let link = e.env.uuid.map(|u| (u, e.env.parent_uuid, e.env.logical_parent_uuid));
-                    (link, e.env.session_id, UsageLine::of_entry(&e))
+                    let link = e.env.uuid.map(|u| (u, e.env.parent_uuid, e.env.shared.logical_parent_uuid));
+                    (link, e.env.shared.session_id, UsageLine::of_entry(&e))
                 }
                 None => continue,
             },
@@ -343,7 +343,7 @@ mod tests {
         assert_eq!((lean.lines, lean.bad_lines, lean.bytes), (full.lines, full.bad_lines, full.bytes));
         let links = Link::of_entries(&full.entries);
         assert_eq!(lean.links, links);
-        assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id));
+        assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.shared.session_id));
         let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
         assert_eq!(lean.usage, usage);
     }

@@ -14,16 +14,35 @@ use bumpalo::Bump;
 pub struct Envelope<'a> {
     pub uuid: Option<&'a str>,
     pub parent_uuid: Option<&'a str>,
+    pub timestamp: Option<&'a str>,
+    /// The members most lines of a file repeat, held once while they stay
+    /// the same ([`type_entry_with`]'s `prev`): an entry is 88 bytes
+    /// smaller than with them inline.
+    pub shared: &'a EnvShared<'a>,
+    pub is_sidechain: bool,
+    pub is_meta: bool,
+}
+
+/// The envelope members that repeat from line to line.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EnvShared<'a> {
     /// Only on `system/compact_boundary`: the pre-compaction leaf.
     pub logical_parent_uuid: Option<&'a str>,
     pub session_id: Option<&'a str>,
-    pub timestamp: Option<&'a str>,
     pub cwd: Option<&'a str>,
     pub version: Option<&'a str>,
     pub git_branch: Option<&'a str>,
     pub agent_id: Option<&'a str>,
-    pub is_sidechain: bool,
-    pub is_meta: bool,
+}
+
+/// The shared members of a line that has none.
+static NO_SHARED: EnvShared<'static> =
+    EnvShared { logical_parent_uuid: None, session_id: None, cwd: None, version: None, git_branch: None, agent_id: None };
+
+impl Default for &EnvShared<'_> {
+    fn default() -> Self {
+        &NO_SHARED
+    }
 }
 
 /// Token usage of an assistant message (`message.usage`).
@@ -271,12 +290,13 @@ fn str_list<'a>(bump: &'a Bump, v: Option<&'a Json<'a>>) -> &'a [&'a str] {
 /// unknown types). Returns `None` when the value is not an object with a
 /// string `type`.
 pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[u8]) -> Option<Entry<'a>> {
-    type_entry_with(bump, line, raw, raw_line, &[])
+    type_entry_with(bump, line, raw, raw_line, &[], None)
 }
 
-/// The members of a line's root that [`Envelope`] holds: a reader that needs
-/// only the envelope of them can leave them out of the line's tree and hand
-/// them to [`type_entry_with`].
+/// The members of a line's root that [`Entry`] types as they are (its
+/// [`Envelope`], `type_name` and an assistant's `request_id`): a reader
+/// that needs only the typed values of them can leave them out of the
+/// line's tree and hand them to [`type_entry_with`].
 pub const ENVELOPE_KEYS: &[&str] = &[
     "uuid",
     "parentUuid",
@@ -289,34 +309,46 @@ pub const ENVELOPE_KEYS: &[&str] = &[
     "agentId",
     "isSidechain",
     "isMeta",
+    "type",
+    "requestId",
 ];
 
 /// [`type_entry`] of a line whose [`ENVELOPE_KEYS`] members (some or all)
 /// were taken out of `raw` into `envelope` (in document order): the first
-/// of a key there or in `raw` counts, as [`Json::get`] reads it.
+/// of a key there or in `raw` counts, as [`Json::get`] reads it. `prev`:
+/// the shared envelope members of the line before, reused when equal.
 pub fn type_entry_with<'a>(
     bump: &'a Bump,
     line: u32,
     raw: &'a Json<'a>,
     raw_line: &[u8],
     envelope: &[(&str, Json<'a>)],
+    prev: Option<&'a EnvShared<'a>>,
 ) -> Option<Entry<'a>> {
-    let type_name = raw.get_str("type")?;
     let member = |k: &str| -> Option<Json<'a>> {
         envelope.iter().find(|(key, _)| *key == k).map(|(_, v)| *v).or_else(|| raw.get(k).copied())
     };
     let text = |k: &str| member(k).and_then(|v| v.as_str());
     let flag = |k: &str| matches!(member(k), Some(Json::Bool(true)));
-    let env = Envelope {
-        uuid: text("uuid"),
-        parent_uuid: text("parentUuid"),
+    let type_name = text("type")?;
+    let shared = EnvShared {
         logical_parent_uuid: text("logicalParentUuid"),
         session_id: text("sessionId"),
-        timestamp: text("timestamp"),
         cwd: text("cwd"),
         version: text("version"),
         git_branch: text("gitBranch"),
         agent_id: text("agentId"),
+    };
+    let shared = match prev {
+        Some(p) if *p == shared => p,
+        _ if shared == NO_SHARED => &NO_SHARED,
+        _ => bump.alloc(shared),
+    };
+    let env = Envelope {
+        uuid: text("uuid"),
+        parent_uuid: text("parentUuid"),
+        timestamp: text("timestamp"),
+        shared,
         is_sidechain: flag("isSidechain"),
         is_meta: flag("isMeta"),
     };
@@ -338,7 +370,7 @@ pub fn type_entry_with<'a>(
             let m = |k: &str| msg.and_then(|m| m.get_str(k));
             EntryKind::Assistant(AssistantEntry {
                 message_id: m("id"),
-                request_id: s("requestId"),
+                request_id: text("requestId"),
                 model: m("model"),
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
                 stop_reason: m("stop_reason"),
@@ -424,7 +456,7 @@ mod tests {
         assert_eq!(e.env.uuid, Some("u"));
         assert_eq!(e.env.parent_uuid, Some("p"));
         assert!(e.env.is_sidechain);
-        assert_eq!(e.env.agent_id, Some("a1"));
+        assert_eq!(e.env.shared.agent_id, Some("a1"));
         let a = e.as_assistant().unwrap();
         assert_eq!(a.message_id, Some("msg_1"));
         assert_eq!(a.request_id, Some("req_1"));
@@ -469,7 +501,7 @@ mod tests {
         let b = entry(&bump, br#"{"parentUuid":null,"logicalParentUuid":"old","type":"system","subtype":"compact_boundary","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":1},"uuid":"b"}"#);
         assert!(b.is_compact_boundary());
         assert_eq!(b.env.parent_uuid, None);
-        assert_eq!(b.env.logical_parent_uuid, Some("old"));
+        assert_eq!(b.env.shared.logical_parent_uuid, Some("old"));
         let a = entry(&bump, br#"{"type":"attachment","attachment":{"type":"date","date":"2026-11-30"},"rendered":[{"content":"x"}],"renderedRole":"system","uuid":"u"}"#);
         match a.kind {
             EntryKind::Attachment(at) => {

@@ -11,7 +11,6 @@
 use super::entry::{Entry, EntryKind};
 use crate::diag::{DiagKind, Diagnostic};
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 /// A conversation entry (one with a `uuid`) in the tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +21,9 @@ pub struct Node {
     pub parent: Option<u32>,
     /// Pre-compaction leaf of a compact boundary (by `logicalParentUuid`).
     pub logical_parent: Option<u32>,
-    pub children: SmallVec<[u32; 2]>,
+    /// Whether a node names this one its parent (a list of them was 24
+    /// bytes a node, and only leaves are asked for).
+    pub has_children: bool,
 }
 
 /// A conversation entry as the tree sees it: where it is and how it links.
@@ -48,7 +49,7 @@ impl<'a> Link<'a> {
                     line: e.line,
                     uuid: e.env.uuid?,
                     parent: e.env.parent_uuid,
-                    logical_parent: e.env.logical_parent_uuid,
+                    logical_parent: e.env.shared.logical_parent_uuid,
                 })
             })
             .collect()
@@ -104,7 +105,7 @@ impl<'a> Tree<'a> {
                 continue;
             }
             tree.index.insert(l.uuid, tree.nodes.len() as u32);
-            tree.nodes.push(Node { entry: l.entry, parent: None, logical_parent: None, children: SmallVec::new() });
+            tree.nodes.push(Node { entry: l.entry, parent: None, logical_parent: None, has_children: false });
             of_node.push(li as u32);
         }
         for n in 0..tree.nodes.len() {
@@ -129,7 +130,7 @@ impl<'a> Tree<'a> {
         tree.break_cycles(&node_lines, display, diags);
         for n in 0..tree.nodes.len() {
             if let Some(p) = tree.nodes[n].parent {
-                tree.nodes[p as usize].children.push(n as u32);
+                tree.nodes[p as usize].has_children = true;
             }
         }
         tree
@@ -191,7 +192,7 @@ impl<'a> Tree<'a> {
         }
         // Else the newest leaf of the main chain (not a sidechain, not
         // progress); ties go to the later line.
-        let leaves = || (0..self.nodes.len() as u32).filter(|&n| self.nodes[n as usize].children.is_empty());
+        let leaves = || (0..self.nodes.len() as u32).filter(|&n| !self.nodes[n as usize].has_children);
         let key = |n: &u32| {
             let e = &entries[self.nodes[*n as usize].entry as usize];
             (e.env.timestamp.unwrap_or(""), e.line)

@@ -435,7 +435,7 @@ fn lean_read_agrees(roots: &[&str]) -> (usize, usize) {
         assert_eq!((lean.lines, lean.bad_lines, lean.bytes), (full.lines, full.bad_lines, full.bytes), "{display}");
         let links = Link::of_entries(&full.entries);
         assert_eq!(lean.links, links, "{display}");
-        assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id), "{display}");
+        assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.shared.session_id), "{display}");
         let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
         assert_eq!(lean.usage, usage, "{display}");
         usage_lines += usage.len();
@@ -489,11 +489,11 @@ fn same_reads(data: &[u8]) -> Result<(), proptest::test_runner::TestCaseError> {
     proptest::prop_assert_eq!(&lean.diagnostics, &full.diagnostics);
     proptest::prop_assert_eq!((lean.lines, lean.bad_lines), (full.lines, full.bad_lines));
     let uuids: Vec<(u32, &str, Option<&str>, Option<&str>)> = (full.entries.iter())
-        .filter_map(|e| Some((e.line, e.env.uuid?, e.env.parent_uuid, e.env.logical_parent_uuid)))
+        .filter_map(|e| Some((e.line, e.env.uuid?, e.env.parent_uuid, e.env.shared.logical_parent_uuid)))
         .collect();
     let lean_uuids: Vec<_> = lean.links.iter().map(|l| (l.line, l.uuid, l.parent, l.logical_parent)).collect();
     proptest::prop_assert_eq!(lean_uuids, uuids);
-    proptest::prop_assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.session_id));
+    proptest::prop_assert_eq!(lean.session_id, full.entries.iter().find_map(|e| e.env.shared.session_id));
     let usage: Vec<UsageLine<'_>> = full.entries.iter().filter_map(UsageLine::of_entry).collect();
     proptest::prop_assert_eq!(lean.usage, usage);
     Ok(())

@@ -143,7 +143,7 @@ pub(crate) fn assign_warmups<'a>(
     let mut chains: Vec<(&'a str, &'a str, Option<&'a str>)> = Vec::new();
     for f in &session.subagents {
         let entries = &f.parsed.entries;
-        let Some(id) = entries.iter().find_map(|e| e.env.agent_id) else { continue };
+        let Some(id) = entries.iter().find_map(|e| e.env.shared.agent_id) else { continue };
         let Some((text, at)) = first_prompt(entries) else { continue };
         if named(id) || !warm.iter().any(|&i| plan.agents[i].warmup == text) {
             continue;

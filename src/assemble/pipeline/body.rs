@@ -141,8 +141,8 @@ pub(crate) fn build_request<'a>(
     // A warmup is sent under the session id its prompt was written with (a
     // 2.0.x resumed process: its own, before the resume switches the reply
     // to the resumed session's).
-    let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.session_id);
-    let session_id = agent.and_then(|_| prompt_sid()).or(e.env.session_id).unwrap_or("");
+    let prompt_sid = || cx.entries.iter().find(|e| e.as_user().is_some()).and_then(|e| e.env.shared.session_id);
+    let session_id = agent.and_then(|_| prompt_sid()).or(e.env.shared.session_id).unwrap_or("");
     let (lead_params, params) = match (id, &cx.plan.compaction_own) {
         // A compaction of its own sends only its params (before 2.1.88).
         (RequestId::Compaction(_), Some(own)) => own

@@ -344,7 +344,7 @@ fn chain_agent_id<'a>(bump: &'a Bump, f: &ParsedFile<'a, '_>) -> Option<&'a str>
     }
     let mut conv = f.parsed.entries.iter().filter(|e| e.is_conversation());
     let all_side = conv.clone().next().is_some() && conv.all(|e| e.env.is_sidechain);
-    let named = f.parsed.entries.iter().find(|e| e.is_conversation()).and_then(|e| e.env.agent_id);
+    let named = f.parsed.entries.iter().find(|e| e.is_conversation()).and_then(|e| e.env.shared.agent_id);
     if all_side { named } else { None }
 }
 

@@ -83,7 +83,7 @@ fn main_boundaries(cx: &ChainCtx<'_, '_>) -> Vec<(usize, usize, usize)> {
         .collect();
     let mut out = Vec::new();
     for (k, (b, e)) in cx.entries.iter().enumerate().filter(|(_, e)| e.is_compact_boundary()).enumerate() {
-        let Some(leaf) = e.env.logical_parent_uuid else { continue };
+        let Some(leaf) = e.env.shared.logical_parent_uuid else { continue };
         if copied.contains(leaf) {
             continue;
         }
@@ -127,7 +127,7 @@ fn compaction_chain_jobs<'a, 't>(cx: &ChainCtx<'a, '_>, turns: &'t [Turn]) -> Ve
             .enumerate()
             .filter(|(_, e)| e.is_compact_boundary())
             .enumerate()
-            .find(|(_, (_, e))| leaf.is_some() && e.env.logical_parent_uuid == leaf);
+            .find(|(_, (_, e))| leaf.is_some() && e.env.shared.logical_parent_uuid == leaf);
         let k = boundary.map_or(0, |(k, _)| k);
         // The compacting process's first prompt, found in the main chain,
         // is the copy with its uuid here.

@@ -233,8 +233,8 @@ impl Setup {
         let mut env = match &self.env {
             Some(env) => env.clone(),
             None => {
-                let cwd = first_of(session, |e| e.env.cwd).unwrap_or("/");
-                let branch = first_of(session, |e| e.env.git_branch.filter(|b| !b.is_empty()));
+                let cwd = first_of(session, |e| e.env.shared.cwd).unwrap_or("/");
+                let branch = first_of(session, |e| e.env.shared.git_branch.filter(|b| !b.is_empty()));
                 SessionEnv::from_transcript(cwd, branch, date.as_deref())
             }
         };

@@ -512,8 +512,8 @@ fn session_blocks<'a>(
         by_message.get(mid).map(|t| (*t, xxh3_64(mid.as_bytes())))
     };
     let start_of = |r: &Request<'_>| if out.by_pipeline { request_start(session, r) } else { None };
-    let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.version).unwrap_or("");
-    let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.cwd).unwrap_or("");
+    let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.version).unwrap_or("");
+    let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.cwd).unwrap_or("");
 
     // Chains in order of first request.
     let mut order: Vec<Option<&str>> = Vec::new();
@@ -593,7 +593,7 @@ fn session_blocks<'a>(
         // its own: its environment section differs).
         let cwd = first
             .and_then(|r| session.files().find(|f| f.file.display == r.file))
-            .and_then(|f| f.parsed.entries.iter().find_map(|e| e.env.cwd))
+            .and_then(|f| f.parsed.entries.iter().find_map(|e| e.env.shared.cwd))
             .unwrap_or(cwd);
         let excerpt = first.and_then(|r| excerpt_parent(session, r.file, agent)).unwrap_or("");
         let unseen = sin.unseen_prompt.then(|| {
@@ -783,7 +783,7 @@ fn excerpt_parent<'a>(session: &Session<'a, '_>, file: &str, agent: Option<&str>
     let f = session.files().find(|f| f.file.display == file)?;
     let first = f.parsed.entries.iter().find(|e| {
         (e.as_assistant().is_some() || e.as_user().is_some())
-            && e.env.agent_id == agent
+            && e.env.shared.agent_id == agent
             && (agent.is_some() || !e.env.is_sidechain)
     })?;
     let parent = first.env.parent_uuid?;
