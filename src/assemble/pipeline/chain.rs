@@ -32,7 +32,7 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) statics: &'s Statics<'a>,
     pub(crate) extras: &'s Extras,
     pub(crate) identity: &'s RecordOptions,
-    pub(crate) links: Links<'a>,
+    pub(crate) links: Links<'a, 's>,
     /// The prompt the main chain gave this subagent, if it is one.
     pub(crate) agent_prompt: Option<&'a str>,
     /// The warmed-up agent this chain is ([`Statics::agents`] index).
@@ -97,7 +97,7 @@ pub(crate) fn parts<'a>(f: &ParsedFile<'a, '_>) -> Vec<Part<'a>> {
     {
         return vec![Part::Whole];
     }
-    let links = Links::new(entries);
+    let links = Links::of_tree(entries, &f.tree);
     let roots = roots(entries, &links);
     let mut out = vec![Part::Main];
     for t in super::projection::turns(entries) {
@@ -113,7 +113,7 @@ pub(crate) fn parts<'a>(f: &ParsedFile<'a, '_>) -> Vec<Part<'a>> {
 /// The root of each entry's `parentUuid` chain (a missing parent or a
 /// cycle ends the walk): its uuid, and whether it is a sidechain line.
 /// Linear: a parent written before its child reuses the parent's root.
-fn roots<'a>(entries: &[Entry<'a>], links: &Links<'a>) -> Vec<Option<(&'a str, bool)>> {
+fn roots<'a>(entries: &[Entry<'a>], links: &Links<'a, '_>) -> Vec<Option<(&'a str, bool)>> {
     let mut out: Vec<Option<(&'a str, bool)>> = Vec::with_capacity(entries.len());
     for i in 0..entries.len() {
         let parent = entries[i].env.parent_uuid.and_then(|p| links.index_of(p));
@@ -206,7 +206,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
     ) -> Self {
         let SessionCtx { bump, session, plan, statics, extras, identity, warmups } = *sx;
         let entries = &file.parsed.entries;
-        let links = Links::new(entries);
+        let links = Links::of_tree(entries, &file.tree);
         // An inline subagent: its prompt, and the call that gave it.
         let inline = match part {
             Part::Inline(root) => {
