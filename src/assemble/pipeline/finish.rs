@@ -126,7 +126,8 @@ fn whole<'a>(
     fs.keeps = turn.keeps;
     fs.dirty_from = dirty_from(&targets, fs.work.len());
     let shared = fs.spine.common_prefix(&messages);
-    let messages = fs.spine.next(bump, shared, &messages[shared..]);
+    let stable = fs.dirty_from.saturating_sub(shared);
+    let messages = fs.spine.next(bump, shared, &messages[shared..], stable);
     Finished { messages, shared, header, stripped, inserted }
 }
 
@@ -161,7 +162,7 @@ fn resumed<'a>(
     }
     let tail = collapse::collapse_messages(bump, tail, &mut fs.collapsed, turn.keeps);
     fs.dirty_from = dirty;
-    let messages = fs.spine.next(bump, keep, &tail);
+    let messages = fs.spine.next(bump, keep, &tail, dirty - keep);
     Some(Finished { messages, shared: keep, header, stripped: 0, inserted: lead })
 }
 
