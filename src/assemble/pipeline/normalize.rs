@@ -298,18 +298,28 @@ impl<'a> Mark<'a> {
 /// string form is chosen later, after cache breakpoints): the module docs'
 /// steps in order.
 pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
-    let (out, report, _) = normalize_from(bump, pieces, &Mark::start(bump, rules), rules);
+    let (out, report, _) = normalize_from(bump, pieces, &Mark::start(bump, rules), rules, &[]);
     (out, report)
+}
+
+/// Whether `m` is the message [`message`] makes of `role` and `blocks`
+/// (no other members).
+fn is_message(m: &Json<'_>, role: &str, blocks: &[Json<'_>]) -> bool {
+    matches!(m.as_object(), Some([("role", Json::Str(r)), ("content", Json::Arr(b))]) if *r == role && *b == blocks)
 }
 
 /// [`normalize`] of `pieces` from `from` on (a mark found on the same
 /// pieces before it): the messages after `from.message`, the report of the
 /// whole list (`from`'s counts included), and the marks after `from`.
+/// `old`: the messages built last time from `from` on; a message equal to
+/// the one at its place there is that node, not a new one (a turn rebuilds
+/// the user message before the last assistant message each time).
 pub(crate) fn normalize_from<'a>(
     bump: &'a Bump,
     pieces: &[Piece<'a>],
     from: &Mark<'a>,
     rules: &Rules<'a>,
+    old: &[&'a Json<'a>],
 ) -> (Vec<&'a Json<'a>>, Report, Vec<Mark<'a>>) {
     let order = reorder_attachments(&pieces[from.piece.min(pieces.len())..], rules);
     let mut events: Vec<(usize, Event)> = Vec::new();
@@ -326,9 +336,12 @@ pub(crate) fn normalize_from<'a>(
     for (m, start) in merged {
         starts.push((start, systems));
         is_assistant.push(matches!(m, Msg::Assistant(..)));
+        let same = |role: &str, blocks: &[Json<'a>]| old.get(out.len()).copied().filter(|o| is_message(o, role, blocks));
         out.push(match m {
-            Msg::User(blocks) => message(bump, "user", &blocks, &[]),
-            Msg::Assistant(_, blocks) => message(bump, "assistant", &blocks, &[]),
+            Msg::User(blocks) => same("user", &blocks).unwrap_or_else(|| message(bump, "user", &blocks, &[])),
+            Msg::Assistant(_, blocks) => {
+                same("assistant", &blocks).unwrap_or_else(|| message(bump, "assistant", &blocks, &[]))
+            }
             Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
             Msg::System(texts, extra) => {
                 let strip = |t: &'a str| if rules.system_keeps_reminder { t } else { strip_reminder(t) };
@@ -785,5 +798,28 @@ mod tests {
             msgs[2].to_compact_string(),
             "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"content\":\"x\\n\\nR\"}]}"
         );
+    }
+
+    /// A message built again equal to the one at its place last time is
+    /// that node; one that differs is new.
+    #[test]
+    fn a_message_built_again_is_the_last_ones_node() {
+        let bump = Bump::new();
+        let user = |t: &'static str| Piece::User { blocks: bump.alloc_slice_copy(&[text_block(&bump, t)]), tool_results: false };
+        let said = Piece::Assistant { id: Some("m"), blocks: bump.alloc_slice_copy(&[text_block(&bump, "ok")]) };
+        let rules = Rules::default();
+        let start = Mark::start(&bump, &rules);
+        let pieces = vec![user("hi"), said, user("next")];
+        let (first, _, _) = normalize_from(&bump, &pieces, &start, &rules, &[]);
+        let (again, _, _) = normalize_from(&bump, &pieces, &start, &rules, &first);
+        assert_eq!(again.len(), 3);
+        assert!(first.iter().zip(&again).all(|(a, b)| std::ptr::eq(*a, *b)));
+        // The last prompt changed: the messages before it are the old
+        // nodes, it is a new one.
+        let changed = vec![pieces[0].clone(), pieces[1].clone(), user("other")];
+        let (other, _, _) = normalize_from(&bump, &changed, &start, &rules, &first);
+        assert!(std::ptr::eq(other[0], first[0]) && std::ptr::eq(other[1], first[1]));
+        assert!(!std::ptr::eq(other[2], first[2]));
+        assert_eq!(other[2].to_compact_string(), r#"{"role":"user","content":[{"type":"text","text":"other"}]}"#);
     }
 }

@@ -119,7 +119,8 @@ pub(crate) fn paired_messages<'a>(
     }
     memo.points.truncate(k);
     let from = memo.points[k - 1].clone();
-    let (messages, report, marks) = normalize::normalize_from(bump, pieces, &from.norm, rules);
+    let old = memo.paired.get(from.paired..).unwrap_or(&[]);
+    let (messages, report, marks) = normalize::normalize_from(bump, pieces, &from.norm, rules, old);
     let at: Vec<usize> = marks.iter().map(|m| m.message - from.norm.message).collect();
     let (mut added, end, states) = pairing::pairing_from(bump, &messages, from.pair.clone(), &at);
     // One node per message across turns.
