@@ -41,6 +41,10 @@ pub(crate) struct ChainCtx<'a, 's> {
     pub(crate) entrypoint: &'a str,
     /// Each entry's piece, built once and shared by every turn.
     pub(crate) pieces: Vec<Option<Piece<'a>>>,
+    /// The `message` of each user line whose content is a string, by the
+    /// address of that string: the wire form of the message made of it,
+    /// already in the tree ([`super::collapse`]).
+    pub(crate) prompts: rustc_hash::FxHashMap<usize, &'a Json<'a>>,
     /// [`Extras::user_context`] as a piece.
     pub(crate) user_context: Option<Piece<'a>>,
     /// [`Extras::per_process`] as a piece.
@@ -261,10 +265,17 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 p
             })
             .collect();
+        let prompts = entries
+            .iter()
+            .filter(|e| matches!(e.kind, EntryKind::User(_)))
+            .filter_map(|e| e.raw.get("message"))
+            .filter_map(|m| Some((m.get_str("content")?.as_ptr() as usize, m)))
+            .collect();
         ChainCtx {
             bump,
             file,
             entries,
+            prompts,
             display: bump.alloc_str(&file.file.display),
             agent_id,
             session,

@@ -118,7 +118,7 @@ fn whole<'a>(
     let (cc, count, skip) = (cx.statics.cache_control, cx.plan.message_breakpoints, cx.plan.breakpoint_skips_system);
     let targets = breakpoints::targets(&messages, count, skip);
     breakpoints::add_cache_breakpoints_skipping(bump, &mut messages, cc, count, skip);
-    let mut messages = collapse::collapse_messages(bump, messages, &mut fs.collapsed, turn.keeps);
+    let mut messages = collapse::collapse_messages(bump, messages, &mut fs.collapsed, &cx.prompts, turn.keeps);
     if let Some((instruction, false)) = turn.compact {
         compaction::append_instruction(bump, &mut messages, instruction);
     }
@@ -160,7 +160,7 @@ fn resumed<'a>(
     for &t in &targets {
         breakpoints::mark(bump, &mut tail[t - keep], cc);
     }
-    let tail = collapse::collapse_messages(bump, tail, &mut fs.collapsed, turn.keeps);
+    let tail = collapse::collapse_messages(bump, tail, &mut fs.collapsed, &cx.prompts, turn.keeps);
     fs.dirty_from = dirty;
     let messages = fs.spine.next(bump, keep, &tail, dirty - keep);
     Some(Finished { messages, shared: keep, header, stripped: 0, inserted: lead })

@@ -104,7 +104,7 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                     statics.cache_control,
                     plan.message_breakpoints,
                 );
-                let messages = collapse::collapse_messages(bump, messages, &mut collapsed, false);
+                let messages = collapse::collapse_messages(bump, messages, &mut collapsed, &cx.prompts, false);
                 for m in &messages {
                     let _ = writeln!(t, "    message {}", message_line(m));
                 }
