@@ -191,11 +191,14 @@ pub fn custom_id(session_id: &str, agent_id: Option<&str>, n: usize) -> String {
     let clean = |s: &str| -> String {
         s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' }).collect()
     };
-    let id = match agent_id {
+    let mut id = match agent_id {
         Some(a) => format!("{}_{}_{n}", clean(session_id), clean(a)),
         None => format!("{}_{n}", clean(session_id)),
     };
     if id.len() <= 64 {
+        // One per request, kept while the session is written: its length,
+        // not the capacity `format!` grew to (72 bytes for a 41-byte id).
+        id.shrink_to_fit();
         return id;
     }
     // Too long: keep a prefix and make it unique with a hash of the whole.
