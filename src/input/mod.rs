@@ -9,7 +9,7 @@ pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
 use crate::json::{Json, KeyCache, LineParser, OutOfRange, PADDING, ParseFailure, TreeRules};
-use crate::model::entry::{ENVELOPE_KEYS, EnvShared, Entry, EntryKind, type_entry_with};
+use crate::model::entry::{ENVELOPE_KEYS, Entry, EntryKind, EnvShared, type_entry_with};
 use bumpalo::Bump;
 use source::SourceOptions;
 use std::cell::RefCell;
@@ -665,7 +665,8 @@ mod tests {
         let empty = crate::model::entry::EnvShared::default();
         for p in [&whole, &chunked] {
             let e = &p.entries;
-            let runs = (0..e.len()).filter(|&i| *e[i].env.shared != empty && (i == 0 || e[i - 1].env.shared != e[i].env.shared));
+            let runs = (0..e.len())
+                .filter(|&i| *e[i].env.shared != empty && (i == 0 || e[i - 1].env.shared != e[i].env.shared));
             let runs = runs.count() + usize::from(e.iter().any(|x| *x.env.shared == empty));
             let nodes: std::collections::HashSet<_> =
                 e.iter().map(|x| x.env.shared as *const crate::model::entry::EnvShared<'_>).collect();

@@ -36,8 +36,14 @@ pub struct EnvShared<'a> {
 }
 
 /// The shared members of a line that has none.
-static NO_SHARED: EnvShared<'static> =
-    EnvShared { logical_parent_uuid: None, session_id: None, cwd: None, version: None, git_branch: None, agent_id: None };
+static NO_SHARED: EnvShared<'static> = EnvShared {
+    logical_parent_uuid: None,
+    session_id: None,
+    cwd: None,
+    version: None,
+    git_branch: None,
+    agent_id: None,
+};
 
 impl Default for &EnvShared<'_> {
     fn default() -> Self {

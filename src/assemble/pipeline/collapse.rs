@@ -50,7 +50,8 @@ pub(crate) fn collapse_messages<'a>(
 fn written<'a>(m: &Json<'a>, prompts: &FxHashMap<usize, &'a Json<'a>>) -> Option<&'a Json<'a>> {
     let [("role", Json::Str("user")), ("content", Json::Arr([block]))] = m.as_object()? else { return None };
     let text = match block.as_object()? {
-        [("type", Json::Str("text")), ("text", Json::Str(t))] | [("text", Json::Str(t)), ("type", Json::Str("text"))] => *t,
+        [("type", Json::Str("text")), ("text", Json::Str(t))]
+        | [("text", Json::Str(t)), ("type", Json::Str("text"))] => *t,
         _ => return None,
     };
     let raw = prompts.get(&(text.as_ptr() as usize))?;
@@ -88,7 +89,8 @@ mod tests {
     #[test]
     fn a_prompt_written_as_a_string_is_its_lines_message() {
         let bump = Bump::new();
-        let line = |bytes: &[u8]| -> &Json<'_> { bump.alloc(crate::json::LineParser::new().parse(&bump, bytes).unwrap()) };
+        let line =
+            |bytes: &[u8]| -> &Json<'_> { bump.alloc(crate::json::LineParser::new().parse(&bump, bytes).unwrap()) };
         fn user<'a>(bump: &'a Bump, text: &'a str) -> &'a Json<'a> {
             let block = Json::Obj(bump.alloc_slice_copy(&[("type", Json::Str("text")), ("text", Json::Str(text))]));
             bump.alloc(Json::Obj(bump.alloc_slice_copy(&[
@@ -108,7 +110,10 @@ mod tests {
         // The same words elsewhere, or a line whose message has more than
         // the wire form: a new node, the same bytes as ever.
         let copy = bump.alloc_str("hi");
-        for (m, want) in [(user(&bump, copy), r#"{"role":"user","content":"hi"}"#), (user(&bump, ho), r#"{"role":"user","content":"ho"}"#)] {
+        for (m, want) in [
+            (user(&bump, copy), r#"{"role":"user","content":"hi"}"#),
+            (user(&bump, ho), r#"{"role":"user","content":"ho"}"#),
+        ] {
             let out = collapse_messages(&bump, vec![m, last], &mut FxHashMap::default(), &prompts, false);
             assert!(!std::ptr::eq(out[0], raw) && !std::ptr::eq(out[0], other));
             assert_eq!(writer::to_vec(out[0]), want.as_bytes());

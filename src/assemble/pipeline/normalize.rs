@@ -336,7 +336,8 @@ pub(crate) fn normalize_from<'a>(
     for (m, start) in merged {
         starts.push((start, systems));
         is_assistant.push(matches!(m, Msg::Assistant(..)));
-        let same = |role: &str, blocks: &[Json<'a>]| old.get(out.len()).copied().filter(|o| is_message(o, role, blocks));
+        let same =
+            |role: &str, blocks: &[Json<'a>]| old.get(out.len()).copied().filter(|o| is_message(o, role, blocks));
         out.push(match m {
             Msg::User(blocks) => same("user", &blocks).unwrap_or_else(|| message(bump, "user", &blocks, &[])),
             Msg::Assistant(_, blocks) => {
@@ -805,7 +806,10 @@ mod tests {
     #[test]
     fn a_message_built_again_is_the_last_ones_node() {
         let bump = Bump::new();
-        let user = |t: &'static str| Piece::User { blocks: bump.alloc_slice_copy(&[text_block(&bump, t)]), tool_results: false };
+        let user = |t: &'static str| Piece::User {
+            blocks: bump.alloc_slice_copy(&[text_block(&bump, t)]),
+            tool_results: false,
+        };
         let said = Piece::Assistant { id: Some("m"), blocks: bump.alloc_slice_copy(&[text_block(&bump, "ok")]) };
         let rules = Rules::default();
         let start = Mark::start(&bump, &rules);

@@ -95,7 +95,8 @@ fn trace(dir: &Path, plan: &Plan, extras: &Extras) -> String {
                 let _ = writeln!(t, "    media: {stripped} stripped");
                 let inserted = leading_user::ensure_leading_user(bump, &mut messages, cx.agent_prompt);
                 let _ = writeln!(t, "    leading user: {}", if inserted { "inserted" } else { "present" });
-                let header = billing::billing_header(&cx, cx.entries[turn.first].env.shared.version.unwrap_or(""), &messages);
+                let header =
+                    billing::billing_header(&cx, cx.entries[turn.first].env.shared.version.unwrap_or(""), &messages);
                 let _ = writeln!(t, "    billing: {}", header.as_deref().unwrap_or("(no block)"));
                 share::share_with_previous(&mut messages, &mut prev_turn);
                 breakpoints::add_cache_breakpoints(

@@ -512,7 +512,8 @@ fn session_blocks<'a>(
         by_message.get(mid).map(|t| (*t, xxh3_64(mid.as_bytes())))
     };
     let start_of = |r: &Request<'_>| if out.by_pipeline { request_start(session, r) } else { None };
-    let version = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.version).unwrap_or("");
+    let version =
+        session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.version).unwrap_or("");
     let cwd = session.files().flat_map(|f| f.parsed.entries.iter()).find_map(|e| e.env.shared.cwd).unwrap_or("");
 
     // Chains in order of first request.
