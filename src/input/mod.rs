@@ -9,7 +9,7 @@ pub mod source;
 
 use crate::diag::{DiagKind, Diagnostic, clip};
 use crate::json::{Json, KeyCache, LineParser, OutOfRange, PADDING, ParseFailure, TreeRules};
-use crate::model::entry::{ENVELOPE_KEYS, Entry, EntryKind, EnvShared, type_entry_with};
+use crate::model::entry::{Entry, EntryKind, EnvShared, TYPED_MEMBERS, type_entry_with};
 use bumpalo::Bump;
 use source::SourceOptions;
 use std::cell::RefCell;
@@ -43,8 +43,8 @@ pub enum Fields {
     /// What building requests reads (`assemble`, `verify`): without an
     /// assistant line's `message.usage` (its [`AssistantEntry::usage`] is
     /// `None`), `message.type` and `message.stop_sequence`, and a user
-    /// line's `permissionDecision`; the root members of [`ENVELOPE_KEYS`]
-    /// are typed into the [`Entry`] and not in [`Entry::raw`].
+    /// line's `permissionDecision`; the members of [`TYPED_MEMBERS`] are
+    /// typed into the [`Entry`] and not in [`Entry::raw`].
     ///
     /// [`AssistantEntry::usage`]: crate::model::entry::AssistantEntry::usage
     Requests,
@@ -61,12 +61,12 @@ impl Fields {
             Fields::Requests => TreeRules::new(
                 &[&["message", "usage"], &["message", "type"], &["message", "stop_sequence"], &["permissionDecision"]],
                 SHARE,
-                ENVELOPE_KEYS,
+                TYPED_MEMBERS,
             ),
             Fields::RequestsAndUsage => TreeRules::new(
                 &[&["message", "type"], &["message", "stop_sequence"], &["permissionDecision"]],
                 SHARE,
-                ENVELOPE_KEYS,
+                TYPED_MEMBERS,
             ),
         }
     }
@@ -694,14 +694,15 @@ mod tests {
 
     /// `Fields::Requests` leaves an assistant line's usage, `message.type`
     /// and `message.stop_sequence`, a user line's permission decision and
-    /// the root members an entry types as they are (the envelope, `type`,
-    /// `requestId`) out of their trees, and nothing else; a
+    /// the members an entry types as they are (the envelope, `type`,
+    /// `requestId`, the message's `id`, `model`, `stop_reason`) out of
+    /// their trees, and nothing else; a
     /// record's `params` equal to an earlier record's is that record's node
     /// under either; a line read leniently is read whole.
     #[test]
     fn requests_fields_leave_out_what_requests_never_read() {
         let data = concat!(
-            r#"{"type":"assistant","uuid":"a","isSidechain":true,"requestId":"req_1","message":{"id":"m","type":"message","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}],"stop_sequence":null},"usage":2,"uuid":"second"}"#,
+            r#"{"type":"assistant","uuid":"a","isSidechain":true,"requestId":"req_1","message":{"id":"m","type":"message","model":"claude-x","usage":{"input_tokens":3},"content":[{"type":"text","text":"hi","usage":1}],"stop_reason":"end_turn","stop_sequence":null},"usage":2,"uuid":"second"}"#,
             "\n",
             r#"{"type":"user","uuid":"u","sessionId":"s","cwd":"/p","permissionDecision":{"allow":true},"message":{"role":"user","content":"q","permissionDecision":1}}"#,
             "\n",
@@ -743,7 +744,7 @@ mod tests {
         assert_eq!(
             compact[..2],
             [
-                r#"{"message":{"id":"m","content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
+                r#"{"message":{"content":[{"type":"text","text":"hi","usage":1}]},"usage":2}"#,
                 r#"{"message":{"role":"user","content":"q","permissionDecision":1}}"#,
             ]
         );
@@ -752,7 +753,11 @@ mod tests {
         for (e, f) in all.entries.iter().zip(&req.entries) {
             assert_eq!((e.env, e.type_name), (f.env, f.type_name));
         }
-        assert_eq!(req.entries[0].as_assistant().unwrap().request_id, Some("req_1"));
+        let typed = req.entries[0].as_assistant().unwrap();
+        assert_eq!(
+            (typed.request_id, typed.message_id, typed.model, typed.stop_reason),
+            (Some("req_1"), Some("m"), Some("claude-x"), Some("end_turn"))
+        );
         let (a, b) = (req.entries[0].as_assistant().unwrap(), all.entries[0].as_assistant().unwrap());
         assert_eq!(*a, crate::model::entry::AssistantEntry { usage: None, ..*b });
         assert_eq!((req.entries[0].env.uuid, req.entries[0].env.is_sidechain), (Some("a"), true));

@@ -575,17 +575,18 @@ const SHARED_RECENT: usize = 8;
 /// and a root member whose value equals one an earlier line had (the same
 /// `params` on every request record) is that line's node, built once.
 ///
-/// Root members whose keys are in `take` are taken out of the tree into
-/// [`TreeRules::taken`] (the last line's, in document order), for a reader
-/// that types them once and never looks them up again.
+/// Members at the paths in `take` (a root key, or a root key and one of
+/// its object's keys) are taken out of the tree into [`TreeRules::taken`]
+/// under the path's name (the last line's, in document order), for a
+/// reader that types them once and never looks them up again.
 #[derive(Debug, Default)]
 pub struct TreeRules<'a> {
     /// Paths of one or two keys from the root.
     skip: &'static [&'static [&'static str]],
     /// Keys of root members.
     share: &'static [&'static str],
-    /// Keys of root members.
-    take: &'static [&'static str],
+    /// Paths of one or two keys from the root, and their names.
+    take: &'static [(&'static [&'static str], &'static str)],
     /// Values of `share` members seen, the most recent last.
     recent: Vec<(&'static str, Json<'a>)>,
     taken: Vec<(&'static str, Json<'a>)>,
@@ -595,14 +596,14 @@ impl<'a> TreeRules<'a> {
     pub fn new(
         skip: &'static [&'static [&'static str]],
         share: &'static [&'static str],
-        take: &'static [&'static str],
+        take: &'static [(&'static [&'static str], &'static str)],
     ) -> Self {
         TreeRules { skip, share, take, recent: Vec::new(), taken: Vec::new() }
     }
 
-    /// The root members the last line built by these rules had under a
-    /// `take` key, in document order (none for a line built whole: read
-    /// leniently, or not an object).
+    /// The members the last line built by these rules had at a `take`
+    /// path, by the path's name, in document order (none for a line built
+    /// whole: read leniently, or not an object).
     pub fn taken(&self) -> &[(&'static str, Json<'a>)] {
         &self.taken
     }
@@ -612,9 +613,14 @@ impl<'a> TreeRules<'a> {
         self.taken.clear();
     }
 
-    /// `key`'s `&'static` name when it is taken.
-    fn taken_key(&self, key: &str) -> Option<&'static str> {
-        self.take.iter().copied().find(|k| *k == key)
+    /// The name of the member `key` of the object at `depth` (under the
+    /// root member `parent` at depth 1) when it is taken.
+    fn taken_key(&self, depth: u32, parent: &str, key: &str) -> Option<&'static str> {
+        self.take.iter().find_map(|&(p, name)| match (depth, p) {
+            (0, [k]) if *k == key => Some(name),
+            (1, [q, k]) if *q == parent && *k == key => Some(name),
+            _ => None,
+        })
     }
 
     /// Whether the member `key` of the object at `depth` (under the root
@@ -727,9 +733,9 @@ impl<'i, 'a, S: Strings<'i, 'a>> Builder<'_, 'i, 'a, '_, S> {
                 self.pos += tape::span(node);
                 continue;
             }
-            if let Some(taken) = if depth == 0 { rules.taken_key(key) } else { None } {
-                self.depth = 1;
-                self.parent = key;
+            if let Some(taken) = rules.taken_key(depth, parent, key) {
+                self.depth = depth + 1;
+                self.parent = if depth == 0 { key } else { parent };
                 let v = self.value().unwrap_or(Json::Null);
                 (self.depth, self.parent) = (depth, parent);
                 if let Some(rules) = self.rules.as_deref_mut() {

@@ -299,29 +299,33 @@ pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[
     type_entry_with(bump, line, raw, raw_line, &[], None)
 }
 
-/// The members of a line's root that [`Entry`] types as they are (its
-/// [`Envelope`], `type_name` and an assistant's `request_id`): a reader
+/// The members of a line that [`Entry`] types as they are (its
+/// [`Envelope`], `type_name`, an assistant's `request_id`, and its
+/// message's `id`, `model` and `stop_reason`), by path and name: a reader
 /// that needs only the typed values of them can leave them out of the
-/// line's tree and hand them to [`type_entry_with`].
-pub const ENVELOPE_KEYS: &[&str] = &[
-    "uuid",
-    "parentUuid",
-    "logicalParentUuid",
-    "sessionId",
-    "timestamp",
-    "cwd",
-    "version",
-    "gitBranch",
-    "agentId",
-    "isSidechain",
-    "isMeta",
-    "type",
-    "requestId",
+/// line's tree and hand them to [`type_entry_with`] under those names.
+pub const TYPED_MEMBERS: &[(&[&str], &str)] = &[
+    (&["uuid"], "uuid"),
+    (&["parentUuid"], "parentUuid"),
+    (&["logicalParentUuid"], "logicalParentUuid"),
+    (&["sessionId"], "sessionId"),
+    (&["timestamp"], "timestamp"),
+    (&["cwd"], "cwd"),
+    (&["version"], "version"),
+    (&["gitBranch"], "gitBranch"),
+    (&["agentId"], "agentId"),
+    (&["isSidechain"], "isSidechain"),
+    (&["isMeta"], "isMeta"),
+    (&["type"], "type"),
+    (&["requestId"], "requestId"),
+    (&["message", "id"], "message.id"),
+    (&["message", "model"], "message.model"),
+    (&["message", "stop_reason"], "message.stop_reason"),
 ];
 
-/// [`type_entry`] of a line whose [`ENVELOPE_KEYS`] members (some or all)
-/// were taken out of `raw` into `envelope` (in document order): the first
-/// of a key there or in `raw` counts, as [`Json::get`] reads it. `prev`:
+/// [`type_entry`] of a line whose [`TYPED_MEMBERS`] (some or all) were
+/// taken out of `raw` into `envelope` (in document order, by name): the
+/// first of a key there or in `raw` counts, as [`Json::get`] reads it. `prev`:
 /// the shared envelope members of the line before, reused when equal.
 pub fn type_entry_with<'a>(
     bump: &'a Bump,
@@ -373,13 +377,15 @@ pub fn type_entry_with<'a>(
         }
         "assistant" => {
             let msg = raw.get("message");
-            let m = |k: &str| msg.and_then(|m| m.get_str(k));
+            let m = |name: &str, k: &str| {
+                envelope.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.as_str()).or_else(|| msg?.get_str(k))
+            };
             EntryKind::Assistant(AssistantEntry {
-                message_id: m("id"),
+                message_id: m("message.id", "id"),
                 request_id: text("requestId"),
-                model: m("model"),
+                model: m("message.model", "model"),
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
-                stop_reason: m("stop_reason"),
+                stop_reason: m("message.stop_reason", "stop_reason"),
                 usage: msg
                     .and_then(|m| m.get("usage"))
                     .filter(|u| u.as_object().is_some())
