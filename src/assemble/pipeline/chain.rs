@@ -45,6 +45,11 @@ pub(crate) struct ChainCtx<'a, 's> {
     /// address of that string: the wire form of the message made of it,
     /// already in the tree ([`super::collapse`]).
     pub(crate) prompts: rustc_hash::FxHashMap<usize, &'a Json<'a>>,
+    /// The `message` of each assistant line that is its wire form as it
+    /// stands (`{"role":"assistant","content":[…]}`: a request-building
+    /// read leaves the rest out), by the address of its first block's
+    /// members ([`super::normalize::normalize_from`]).
+    pub(crate) answers: rustc_hash::FxHashMap<usize, &'a Json<'a>>,
     /// [`Extras::user_context`] as a piece.
     pub(crate) user_context: Option<Piece<'a>>,
     /// [`Extras::per_process`] as a piece.
@@ -271,11 +276,13 @@ impl<'a, 's> ChainCtx<'a, 's> {
             .filter_map(|e| e.raw.get("message"))
             .filter_map(|m| Some((m.get_str("content")?.as_ptr() as usize, m)))
             .collect();
+        let answers = normalize::written_answers(entries);
         ChainCtx {
             bump,
             file,
             entries,
             prompts,
+            answers,
             display: bump.alloc_str(&file.file.display),
             agent_id,
             session,

@@ -196,7 +196,7 @@ fn assemble_chain<'a>(cx: &ChainCtx<'a, '_>, out: &mut SessionPipeline<'a>, only
             }
         };
         st.memo.path.path = projected;
-        let paired = resume::paired_messages(bump, &st.scratch, same, &cx.statics.rules, &mut st.memo);
+        let paired = resume::paired_messages(bump, &st.scratch, same, (&cx.statics.rules, &cx.answers), &mut st.memo);
         let turn = finish::Turn {
             version: cx.entries[first].env.shared.version.unwrap_or(""),
             keeps,

@@ -298,8 +298,41 @@ impl<'a> Mark<'a> {
 /// string form is chosen later, after cache breakpoints): the module docs'
 /// steps in order.
 pub fn normalize<'a>(bump: &'a Bump, pieces: &[Piece<'a>], rules: &Rules<'a>) -> (Vec<&'a Json<'a>>, Report) {
-    let (out, report, _) = normalize_from(bump, pieces, &Mark::start(bump, rules), rules, &[]);
+    let (out, report, _) = normalize_from(bump, pieces, &Mark::start(bump, rules), rules, (&[], &Default::default()));
     (out, report)
+}
+
+/// The `message` of each assistant line of `entries` that is its wire form
+/// as it stands (`{"role":"assistant","content":[…]}`), by the address of
+/// its first block's members: [`normalize_from`]'s `answers`.
+pub(crate) fn written_answers<'a>(entries: &[Entry<'a>]) -> rustc_hash::FxHashMap<usize, &'a Json<'a>> {
+    entries
+        .iter()
+        .filter(|e| matches!(e.kind, EntryKind::Assistant(_)))
+        .filter_map(|e| e.raw.get("message"))
+        .filter_map(|m| match m.as_object()? {
+            [("role", Json::Str("assistant")), ("content", Json::Arr([Json::Obj(first), ..]))] => {
+                Some((first.as_ptr() as usize, m))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The line's `message` (`answers`, by its first block's members) whose
+/// content is `blocks`, block for block the same nodes.
+fn written_answer<'a>(
+    answers: &rustc_hash::FxHashMap<usize, &'a Json<'a>>,
+    blocks: &[Json<'a>],
+) -> Option<&'a Json<'a>> {
+    let Some(Json::Obj(first)) = blocks.first() else { return None };
+    let m = answers.get(&(first.as_ptr() as usize))?;
+    let Some([_, ("content", Json::Arr(content))]) = m.as_object() else { return None };
+    let same = |a: &Json<'_>, b: &Json<'_>| match (a, b) {
+        (Json::Obj(x), Json::Obj(y)) => std::ptr::eq(*x, *y),
+        _ => a == b,
+    };
+    (content.len() == blocks.len() && content.iter().zip(blocks).all(|(a, b)| same(a, b))).then_some(*m)
 }
 
 /// Whether `m` is the message [`message`] makes of `role` and `blocks`
@@ -314,12 +347,15 @@ fn is_message(m: &Json<'_>, role: &str, blocks: &[Json<'_>]) -> bool {
 /// `old`: the messages built last time from `from` on; a message equal to
 /// the one at its place there is that node, not a new one (a turn rebuilds
 /// the user message before the last assistant message each time).
+/// `answers`: assistant lines' messages that are their own wire form, by
+/// the address of their first block's members; an assistant message of
+/// exactly such a line's blocks is that node.
 pub(crate) fn normalize_from<'a>(
     bump: &'a Bump,
     pieces: &[Piece<'a>],
     from: &Mark<'a>,
     rules: &Rules<'a>,
-    old: &[&'a Json<'a>],
+    (old, answers): (&[&'a Json<'a>], &rustc_hash::FxHashMap<usize, &'a Json<'a>>),
 ) -> (Vec<&'a Json<'a>>, Report, Vec<Mark<'a>>) {
     let order = reorder_attachments(&pieces[from.piece.min(pieces.len())..], rules);
     let mut events: Vec<(usize, Event)> = Vec::new();
@@ -340,9 +376,9 @@ pub(crate) fn normalize_from<'a>(
             |role: &str, blocks: &[Json<'a>]| old.get(out.len()).copied().filter(|o| is_message(o, role, blocks));
         out.push(match m {
             Msg::User(blocks) => same("user", &blocks).unwrap_or_else(|| message(bump, "user", &blocks, &[])),
-            Msg::Assistant(_, blocks) => {
-                same("assistant", &blocks).unwrap_or_else(|| message(bump, "assistant", &blocks, &[]))
-            }
+            Msg::Assistant(_, blocks) => same("assistant", &blocks)
+                .or_else(|| written_answer(answers, &blocks))
+                .unwrap_or_else(|| message(bump, "assistant", &blocks, &[])),
             Msg::System(texts, extra) if texts.is_empty() => message(bump, "system", &[], extra),
             Msg::System(texts, extra) => {
                 let strip = |t: &'a str| if rules.system_keeps_reminder { t } else { strip_reminder(t) };
@@ -814,16 +850,50 @@ mod tests {
         let rules = Rules::default();
         let start = Mark::start(&bump, &rules);
         let pieces = vec![user("hi"), said, user("next")];
-        let (first, _, _) = normalize_from(&bump, &pieces, &start, &rules, &[]);
-        let (again, _, _) = normalize_from(&bump, &pieces, &start, &rules, &first);
+        let none = rustc_hash::FxHashMap::default();
+        let (first, _, _) = normalize_from(&bump, &pieces, &start, &rules, (&[], &none));
+        let (again, _, _) = normalize_from(&bump, &pieces, &start, &rules, (&first, &none));
         assert_eq!(again.len(), 3);
         assert!(first.iter().zip(&again).all(|(a, b)| std::ptr::eq(*a, *b)));
         // The last prompt changed: the messages before it are the old
         // nodes, it is a new one.
         let changed = vec![pieces[0].clone(), pieces[1].clone(), user("other")];
-        let (other, _, _) = normalize_from(&bump, &changed, &start, &rules, &first);
+        let (other, _, _) = normalize_from(&bump, &changed, &start, &rules, (&first, &none));
         assert!(std::ptr::eq(other[0], first[0]) && std::ptr::eq(other[1], first[1]));
         assert!(!std::ptr::eq(other[2], first[2]));
         assert_eq!(other[2].to_compact_string(), r#"{"role":"user","content":[{"type":"text","text":"other"}]}"#);
+    }
+
+    /// An assistant message of a line read for requests (its message is
+    /// then `{role, content}`) is the line's message node; a block the
+    /// wire form changes (a `tool_use`'s `caller`) makes a new one.
+    #[test]
+    fn an_assistant_message_is_its_lines_message_when_that_is_the_wire_form() {
+        use crate::input::{Fields, ReadOptions, parse_bytes};
+        let bump = Bump::new();
+        let lines = br#"{"type":"assistant","uuid":"a","requestId":"r","message":{"id":"m1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":1}}}
+{"type":"assistant","uuid":"b","parentUuid":"a","message":{"id":"m2","role":"assistant","model":"claude-x","content":[{"type":"tool_use","id":"t","name":"Bash","input":{},"caller":{"type":"direct"}}]}}
+{"type":"assistant","uuid":"c","parentUuid":"b","message":{"id":"m3","role":"assistant","content":[{"type":"text","text":"x"}],"container":null}}
+"#;
+        let opts = ReadOptions { fields: Fields::Requests, ..ReadOptions::default() };
+        let parsed = parse_bytes(&bump, lines, "t", &opts);
+        let e = &parsed.entries;
+        let answers = written_answers(e);
+        // The third keeps a member the wire form has not.
+        assert_eq!(answers.len(), 2);
+        let rules = Rules::default();
+        let start = Mark::start(&bump, &rules);
+        for (i, written) in [(0, true), (1, false), (2, false)] {
+            let piece = piece_of_entry(&bump, &e[i]).unwrap();
+            let (msgs, _, _) = normalize_from(&bump, &[piece], &start, &rules, (&[], &answers));
+            let raw = e[i].raw.get("message").unwrap();
+            assert_eq!(std::ptr::eq(msgs[0], raw), written, "line {i}");
+        }
+        let piece = piece_of_entry(&bump, &e[1]).unwrap();
+        let (msgs, _, _) = normalize_from(&bump, &[piece], &start, &rules, (&[], &answers));
+        assert_eq!(
+            msgs[0].to_compact_string(),
+            r#"{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{}}]}"#
+        );
     }
 }

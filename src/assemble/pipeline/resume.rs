@@ -104,7 +104,7 @@ pub(crate) fn paired_messages<'a>(
     bump: &'a Bump,
     pieces: &[Piece<'a>],
     same: usize,
-    rules: &Rules<'a>,
+    (rules, answers): (&Rules<'a>, &rustc_hash::FxHashMap<usize, &'a Json<'a>>),
     memo: &mut Memo<'a>,
 ) -> Paired {
     if memo.points.is_empty() {
@@ -120,7 +120,7 @@ pub(crate) fn paired_messages<'a>(
     memo.points.truncate(k);
     let from = memo.points[k - 1].clone();
     let old = memo.paired.get(from.paired..).unwrap_or(&[]);
-    let (messages, report, marks) = normalize::normalize_from(bump, pieces, &from.norm, rules, old);
+    let (messages, report, marks) = normalize::normalize_from(bump, pieces, &from.norm, rules, (old, answers));
     let at: Vec<usize> = marks.iter().map(|m| m.message - from.norm.message).collect();
     let (mut added, end, states) = pairing::pairing_from(bump, &messages, from.pair.clone(), &at);
     // One node per message across turns.
