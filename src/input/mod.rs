@@ -120,7 +120,7 @@ impl<'a> ParsedLines<'a> {
         bump: &'a Bump,
         line: &lines::Line<'_>,
         parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
-        envelope: &[(&str, Json<'a>)],
+        envelope: &[(&[&str], Json<'a>)],
         display: &str,
     ) {
         let lines = (&mut self.diagnostics, &mut self.bad_lines);
@@ -349,7 +349,7 @@ fn full_line<'a>(
     bump: &'a Bump,
     line: &lines::Line<'_>,
     parsed: Result<(Json<'a>, Vec<OutOfRange>), ParseFailure>,
-    (envelope, prev): (&[(&str, Json<'a>)], Option<&'a EnvShared<'a>>),
+    (envelope, prev): (&[(&[&str], Json<'a>)], Option<&'a EnvShared<'a>>),
     display: &str,
     (diags, bad_lines): (&mut Vec<Diagnostic>, &mut u32),
 ) -> Option<Entry<'a>> {

@@ -577,34 +577,34 @@ const SHARED_RECENT: usize = 8;
 ///
 /// Members at the paths in `take` (a root key, or a root key and one of
 /// its object's keys) are taken out of the tree into [`TreeRules::taken`]
-/// under the path's name (the last line's, in document order), for a
-/// reader that types them once and never looks them up again.
+/// by path (the last line's, in document order), for a reader that types
+/// them once and never looks them up again.
 #[derive(Debug, Default)]
 pub struct TreeRules<'a> {
     /// Paths of one or two keys from the root.
     skip: &'static [&'static [&'static str]],
     /// Keys of root members.
     share: &'static [&'static str],
-    /// Paths of one or two keys from the root, and their names.
-    take: &'static [(&'static [&'static str], &'static str)],
+    /// Paths of one or two keys from the root.
+    take: &'static [&'static [&'static str]],
     /// Values of `share` members seen, the most recent last.
     recent: Vec<(&'static str, Json<'a>)>,
-    taken: Vec<(&'static str, Json<'a>)>,
+    taken: Vec<(&'static [&'static str], Json<'a>)>,
 }
 
 impl<'a> TreeRules<'a> {
     pub fn new(
         skip: &'static [&'static [&'static str]],
         share: &'static [&'static str],
-        take: &'static [(&'static [&'static str], &'static str)],
+        take: &'static [&'static [&'static str]],
     ) -> Self {
         TreeRules { skip, share, take, recent: Vec::new(), taken: Vec::new() }
     }
 
     /// The members the last line built by these rules had at a `take`
-    /// path, by the path's name, in document order (none for a line built
-    /// whole: read leniently, or not an object).
-    pub fn taken(&self) -> &[(&'static str, Json<'a>)] {
+    /// path, by path, in document order (none for a line built whole: read
+    /// leniently, or not an object).
+    pub fn taken(&self) -> &[(&'static [&'static str], Json<'a>)] {
         &self.taken
     }
 
@@ -613,13 +613,13 @@ impl<'a> TreeRules<'a> {
         self.taken.clear();
     }
 
-    /// The name of the member `key` of the object at `depth` (under the
+    /// The path of the member `key` of the object at `depth` (under the
     /// root member `parent` at depth 1) when it is taken.
-    fn taken_key(&self, depth: u32, parent: &str, key: &str) -> Option<&'static str> {
-        self.take.iter().find_map(|&(p, name)| match (depth, p) {
-            (0, [k]) if *k == key => Some(name),
-            (1, [q, k]) if *q == parent && *k == key => Some(name),
-            _ => None,
+    fn taken_key(&self, depth: u32, parent: &str, key: &str) -> Option<&'static [&'static str]> {
+        self.take.iter().copied().find(|p| match (depth, *p) {
+            (0, [k]) => *k == key,
+            (1, [q, k]) => *q == parent && *k == key,
+            _ => false,
         })
     }
 

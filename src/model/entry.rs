@@ -301,53 +301,54 @@ pub fn type_entry<'a>(bump: &'a Bump, line: u32, raw: &'a Json<'a>, raw_line: &[
 
 /// The members of a line that [`Entry`] types as they are (its
 /// [`Envelope`], `type_name`, an assistant's `request_id`, and its
-/// message's `id`, `model` and `stop_reason`), by path and name: a reader
-/// that needs only the typed values of them can leave them out of the
-/// line's tree and hand them to [`type_entry_with`] under those names.
-pub const TYPED_MEMBERS: &[(&[&str], &str)] = &[
-    (&["uuid"], "uuid"),
-    (&["parentUuid"], "parentUuid"),
-    (&["logicalParentUuid"], "logicalParentUuid"),
-    (&["sessionId"], "sessionId"),
-    (&["timestamp"], "timestamp"),
-    (&["cwd"], "cwd"),
-    (&["version"], "version"),
-    (&["gitBranch"], "gitBranch"),
-    (&["agentId"], "agentId"),
-    (&["isSidechain"], "isSidechain"),
-    (&["isMeta"], "isMeta"),
-    (&["type"], "type"),
-    (&["requestId"], "requestId"),
-    (&["message", "id"], "message.id"),
-    (&["message", "model"], "message.model"),
-    (&["message", "stop_reason"], "message.stop_reason"),
+/// message's `id`, `model` and `stop_reason`), by path: a reader that needs
+/// only the typed values of them can leave them out of the line's tree and
+/// hand them to [`type_entry_with`].
+pub const TYPED_MEMBERS: &[&[&str]] = &[
+    &["uuid"],
+    &["parentUuid"],
+    &["logicalParentUuid"],
+    &["sessionId"],
+    &["timestamp"],
+    &["cwd"],
+    &["version"],
+    &["gitBranch"],
+    &["agentId"],
+    &["isSidechain"],
+    &["isMeta"],
+    &["type"],
+    &["requestId"],
+    &["message", "id"],
+    &["message", "model"],
+    &["message", "stop_reason"],
 ];
 
 /// [`type_entry`] of a line whose [`TYPED_MEMBERS`] (some or all) were
-/// taken out of `raw` into `envelope` (in document order, by name): the
-/// first of a key there or in `raw` counts, as [`Json::get`] reads it. `prev`:
+/// taken out of `raw` into `envelope` (in document order, by path): the
+/// first of a path there or in `raw` counts, as [`Json::get`] reads it. `prev`:
 /// the shared envelope members of the line before, reused when equal.
 pub fn type_entry_with<'a>(
     bump: &'a Bump,
     line: u32,
     raw: &'a Json<'a>,
     raw_line: &[u8],
-    envelope: &[(&str, Json<'a>)],
+    envelope: &[(&[&str], Json<'a>)],
     prev: Option<&'a EnvShared<'a>>,
 ) -> Option<Entry<'a>> {
-    let member = |k: &str| -> Option<Json<'a>> {
-        envelope.iter().find(|(key, _)| *key == k).map(|(_, v)| *v).or_else(|| raw.get(k).copied())
+    let member = |path: &[&str]| -> Option<Json<'a>> {
+        let taken = envelope.iter().find(|(p, _)| *p == path).map(|(_, v)| *v);
+        taken.or_else(|| path.iter().try_fold(raw, |v, k| v.get(k)).copied())
     };
-    let text = |k: &str| member(k).and_then(|v| v.as_str());
-    let flag = |k: &str| matches!(member(k), Some(Json::Bool(true)));
-    let type_name = text("type")?;
+    let text = |path: &[&str]| member(path).and_then(|v| v.as_str());
+    let flag = |k: &str| matches!(member(&[k]), Some(Json::Bool(true)));
+    let type_name = text(&["type"])?;
     let shared = EnvShared {
-        logical_parent_uuid: text("logicalParentUuid"),
-        session_id: text("sessionId"),
-        cwd: text("cwd"),
-        version: text("version"),
-        git_branch: text("gitBranch"),
-        agent_id: text("agentId"),
+        logical_parent_uuid: text(&["logicalParentUuid"]),
+        session_id: text(&["sessionId"]),
+        cwd: text(&["cwd"]),
+        version: text(&["version"]),
+        git_branch: text(&["gitBranch"]),
+        agent_id: text(&["agentId"]),
     };
     let shared = match prev {
         Some(p) if *p == shared => p,
@@ -355,9 +356,9 @@ pub fn type_entry_with<'a>(
         _ => bump.alloc(shared),
     };
     let env = Envelope {
-        uuid: text("uuid"),
-        parent_uuid: text("parentUuid"),
-        timestamp: text("timestamp"),
+        uuid: text(&["uuid"]),
+        parent_uuid: text(&["parentUuid"]),
+        timestamp: text(&["timestamp"]),
         shared,
         is_sidechain: flag("isSidechain"),
         is_meta: flag("isMeta"),
@@ -377,15 +378,12 @@ pub fn type_entry_with<'a>(
         }
         "assistant" => {
             let msg = raw.get("message");
-            let m = |name: &str, k: &str| {
-                envelope.iter().find(|(n, _)| *n == name).and_then(|(_, v)| v.as_str()).or_else(|| msg?.get_str(k))
-            };
             EntryKind::Assistant(AssistantEntry {
-                message_id: m("message.id", "id"),
-                request_id: text("requestId"),
-                model: m("message.model", "model"),
+                message_id: text(&["message", "id"]),
+                request_id: text(&["requestId"]),
+                model: text(&["message", "model"]),
                 content: content::content(bump, msg.and_then(|m| m.get("content"))),
-                stop_reason: m("message.stop_reason", "stop_reason"),
+                stop_reason: text(&["message", "stop_reason"]),
                 usage: msg
                     .and_then(|m| m.get("usage"))
                     .filter(|u| u.as_object().is_some())

@@ -270,12 +270,7 @@ impl<'a, 's> ChainCtx<'a, 's> {
                 p
             })
             .collect();
-        let prompts = entries
-            .iter()
-            .filter(|e| matches!(e.kind, EntryKind::User(_)))
-            .filter_map(|e| e.raw.get("message"))
-            .filter_map(|m| Some((m.get_str("content")?.as_ptr() as usize, m)))
-            .collect();
+        let prompts = super::collapse::written_prompts(entries);
         let answers = normalize::written_answers(entries);
         ChainCtx {
             bump,

@@ -13,6 +13,7 @@
 
 use crate::assemble::wire::collapse;
 use crate::json::Json;
+use crate::model::entry::{Entry, EntryKind};
 use bumpalo::Bump;
 use rustc_hash::FxHashMap;
 
@@ -40,6 +41,18 @@ pub(crate) fn collapse_messages<'a>(
                 *collapsed.entry(m as *const Json<'a>).or_insert_with(|| collapse(bump, m))
             }
         })
+        .collect()
+}
+
+/// The `message` of each user line of `entries` whose content is a
+/// string, by the address of that string: [`collapse_messages`]'s
+/// `prompts`.
+pub(crate) fn written_prompts<'a>(entries: &[Entry<'a>]) -> FxHashMap<usize, &'a Json<'a>> {
+    entries
+        .iter()
+        .filter(|e| matches!(e.kind, EntryKind::User(_)))
+        .filter_map(|e| e.raw.get("message"))
+        .filter_map(|m| Some((m.get_str("content")?.as_ptr() as usize, m)))
         .collect()
 }
 
