@@ -186,4 +186,17 @@ pub(crate) mod test_util {
     pub(crate) fn assistant(first: bool) -> Place {
         Place::Message { role: Role::Assistant, first }
     }
+
+    /// The chains of the captured fixtures, as pass 1 builds them.
+    pub(crate) fn fixture_chains() -> Vec<super::blocks::ChainIn> {
+        use crate::assemble::{Assembler, Mode};
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let disc = crate::input::discover::discover(&[root.join("tests/fixtures/usage"), root.join("corpora")]);
+        let prep = crate::assemble::pipeline::Setup::load("cc-2.1.328", None, Default::default()).unwrap();
+        let assembler = Assembler { mode: Mode::Auto, pipeline: Some(prep), ..Assembler::default() };
+        let run = crate::corpus::RunOptions::default();
+        let (_, store, ..) =
+            super::blocks::read_corpus(&disc, &run, &assembler, &super::ModelOptions::default(), false);
+        store.each().map(|c| c.map(|(_, c)| c)).collect::<std::io::Result<Vec<_>>>().unwrap()
+    }
 }

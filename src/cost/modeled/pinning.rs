@@ -10,7 +10,7 @@
 use super::blocks::{ChainIn, unseen_part};
 use super::options::ModelOptions;
 use super::store::ChainStore;
-use crate::cost::sim::{BlockFeat, BlockKind, ChainStep, Estimator, N_KINDS, PinReport, pin_chain};
+use crate::cost::sim::{BlockFeat, BlockKind, ChainStep, Estimator, Fit, N_KINDS, PinReport, pin_chain};
 use serde::{Deserialize, Serialize};
 
 /// How the estimator was fitted, and how well it predicts what it was
@@ -105,12 +105,29 @@ pub(super) fn sorted(mut v: Vec<f64>) -> Vec<f64> {
 /// A fit sample: (features added, recorded tokens added).
 type Sample = ([f64; N_KINDS], f64);
 
-/// Samples for the fit, and per chain what [`unseen_residual`] needs of
-/// it (one read of the chains for both).
-fn fit_samples(chains: &ChainStore) -> std::io::Result<(Vec<Sample>, Vec<ResidualInput>)> {
-    let (samples, inputs): (Vec<Vec<Sample>>, Vec<Option<ResidualInput>>) =
-        chains.map(|_, c| (chain_samples(c), residual_input(c)))?.into_iter().unzip();
-    Ok((samples.concat(), inputs.into_iter().flatten().collect()))
+/// The fit's normal equations over every chain's samples (in chain order),
+/// and per chain what [`unseen_residual`] needs of it (one read of the
+/// chains for both). The samples are summed as their chain comes, not
+/// held: at 56 B each they were most of a large corpus's peak.
+fn fit_samples(chains: &ChainStore) -> std::io::Result<(Fit, Vec<ResidualInput>)> {
+    let mut fit = Fit::default();
+    let mut inputs = Vec::new();
+    chains.map_into(
+        |_, c| (chain_samples(c), residual_input(c)),
+        |_, (samples, input)| {
+            for (x, y) in &samples {
+                fit.add(x, *y);
+            }
+            inputs.extend(input);
+        },
+    )?;
+    Ok((fit, inputs))
+}
+
+/// |estimate − recorded| / recorded of each of the chain's fit samples
+/// that recorded tokens added (before its features are dropped).
+fn fit_errors(c: &ChainIn, est: &Estimator) -> Vec<f64> {
+    chain_samples(c).iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect()
 }
 
 /// What [`unseen_residual`] reads of a chain: its first request's total
@@ -135,7 +152,7 @@ fn residual_input(c: &ChainIn) -> Option<ResidualInput> {
 }
 
 /// [`fit_samples`] of one chain.
-fn chain_samples(c: &ChainIn) -> Vec<([f64; N_KINDS], f64)> {
+fn chain_samples(c: &ChainIn) -> Vec<Sample> {
     let mut out = Vec::new();
     for w in c.reqs.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -251,15 +268,12 @@ pub(super) fn fit_and_pin<X: Send>(
     opts: &ModelOptions,
     also: impl Fn(&ChainIn) -> X + Sync,
 ) -> std::io::Result<(Estimator, EstimatorReport, Vec<X>)> {
-    let (samples, residual_inputs) = fit_samples(chains)?;
+    let (fit, residual_inputs) = fit_samples(chains)?;
     let est = match opts.fixed_estimator {
         Some((est, _)) => est,
-        None if samples.len() >= 8 => Estimator::fit(&samples),
+        None if fit.samples >= 8 => fit.solve(),
         None => Estimator::default(),
     };
-    let fit_err = sorted(
-        samples.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect(),
-    );
     let residuals = sorted(residual_inputs.iter().map(|r| residual(r, &est) as f64).collect());
     drop(residual_inputs);
     let unseen_median = match opts.fixed_estimator {
@@ -267,10 +281,19 @@ pub(super) fn fit_and_pin<X: Send>(
         _ => (!residuals.is_empty()).then(|| quantile(&residuals, 0.5) as u64),
     };
     let unseen_default = unseen_median.unwrap_or(u64::from(opts.unseen_prefix_default));
-    let (pins, also): (Vec<PinReport>, Vec<X>) =
-        chains.update(|c| (tokens_and_pins(c, &est, unseen_default), also(c)))?.into_iter().unzip();
+    let (mut pins, mut also_out, mut fit_err) =
+        (Vec::with_capacity(chains.len()), Vec::with_capacity(chains.len()), Vec::new());
+    chains.update(
+        |c| (fit_errors(c, &est), tokens_and_pins(c, &est, unseen_default), also(c)),
+        |_, (errors, pin, x)| {
+            fit_err.extend(errors);
+            pins.push(pin);
+            also_out.push(x);
+        },
+    )?;
+    let fit_err = sorted(fit_err);
     let mut estimator = EstimatorReport {
-        samples: samples.len() as u64,
+        samples: fit.samples,
         bytes_per_token: BlockKind::ALL.iter().map(|&k| (kind_name(k), est.bytes_per_token[k.index()])).collect(),
         median_relative_error: quantile(&fit_err, 0.5),
         p90_relative_error: quantile(&fit_err, 0.9),
@@ -282,7 +305,7 @@ pub(super) fn fit_and_pin<X: Send>(
         estimator.blocks_estimated += p.estimated as u64;
         estimator.inconsistent_requests += p.inconsistent as u64;
     }
-    Ok((est, estimator, also))
+    Ok((est, estimator, also_out))
 }
 
 #[cfg(test)]
@@ -313,6 +336,27 @@ mod tests {
             })
             .collect();
         ChainIn { unseen: Some(0), reqs, ..ChainIn::default() }
+    }
+
+    /// The fit is summed as the chains come, in their order: the same
+    /// normal equations, estimator and fit errors as every sample held and
+    /// fitted at once (what it did before).
+    #[test]
+    fn the_fit_summed_chain_by_chain_is_the_fit_of_all_samples() {
+        let chains = crate::cost::modeled::test_util::fixture_chains();
+        let all: Vec<Sample> = chains.iter().flat_map(chain_samples).collect();
+        assert!(all.len() > 100, "{} samples", all.len());
+        let (fit, inputs) = fit_samples(&ChainStore::of(&chains)).unwrap();
+        assert_eq!(fit.samples, all.len() as u64);
+        assert_eq!(fit.solve(), Estimator::fit(&all));
+        assert_eq!(inputs.len(), chains.iter().filter_map(residual_input).count());
+        let est = fit.solve();
+        let mut each: Vec<f64> = chains.iter().flat_map(|c| fit_errors(c, &est)).collect();
+        let mut whole: Vec<f64> =
+            all.iter().filter(|(_, y)| *y > 0.0).map(|(x, y)| (est.estimate_features(x) - y).abs() / y).collect();
+        each.sort_by(f64::total_cmp);
+        whole.sort_by(f64::total_cmp);
+        assert_eq!(each, whole);
     }
 
     /// The unseen prefix of 19,000 tokens (a first request of 19,400): the

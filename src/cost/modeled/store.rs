@@ -211,14 +211,26 @@ impl ChainStore {
 
     /// `f` on every chain (decoded in parallel, a bounded number at a
     /// time): what it returned, in chain order.
+    #[cfg(test)]
     pub(super) fn map<R: Send>(&self, f: impl Fn(usize, &ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
         let mut out = Vec::with_capacity(self.len());
+        self.map_into(f, |_, r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// [`ChainStore::map`], each result handed to `sink` in chain order as
+    /// its chain's turn comes, not held.
+    pub(super) fn map_into<R: Send>(
+        &self,
+        f: impl Fn(usize, &ChainIn) -> R + Sync,
+        mut sink: impl FnMut(usize, R),
+    ) -> io::Result<()> {
         for range in self.ranges(AT_ONCE) {
-            for d in self.decode_range(range, |ci, c| f(ci, &c))? {
-                out.push(d?);
+            for (ci, d) in range.clone().zip(self.decode_range(range, |ci, c| f(ci, &c))?) {
+                sink(ci, d?);
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The chains' indices, `n` at a time.
@@ -247,10 +259,14 @@ impl ChainStore {
 
     /// `f` on every chain (in parallel, a bounded number at a time), each
     /// stored again as `f` left it, in a new file (the old one goes: the
-    /// disk holds the chains once); what `f` returned, in chain order.
-    pub(super) fn update<R: Send>(&mut self, f: impl Fn(&mut ChainIn) -> R + Sync) -> io::Result<Vec<R>> {
+    /// disk holds the chains once); what `f` returned handed to `sink` in
+    /// chain order.
+    pub(super) fn update<R: Send>(
+        &mut self,
+        f: impl Fn(&mut ChainIn) -> R + Sync,
+        mut sink: impl FnMut(usize, R),
+    ) -> io::Result<()> {
         let mut next = ChainStore::new();
-        let mut out = Vec::with_capacity(self.len());
         for range in self.ranges(AT_ONCE) {
             let done = self.decode_range(range.clone(), |_, mut c| {
                 let r = f(&mut c);
@@ -261,12 +277,12 @@ impl ChainStore {
             for (ci, d) in range.zip(done) {
                 let (bytes, r) = d?;
                 next.add(&bytes, self.reqs(ci));
-                out.push(r);
+                sink(ci, r);
             }
         }
         next.finish();
         *self = next;
-        Ok(out)
+        Ok(())
     }
 
     /// Bytes the chains take in the file and in memory.
@@ -596,21 +612,7 @@ fn decode(r: &mut Reader<'_>) -> Option<ChainIn> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assemble::{Assembler, Mode};
-    use crate::corpus::RunOptions;
-    use crate::cost::modeled::ModelOptions;
-    use crate::cost::modeled::blocks::read_corpus;
-    use crate::input::discover::discover;
-
-    /// The chains of the captured fixtures, as pass 1 builds them.
-    fn fixture_chains() -> Vec<ChainIn> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let disc = discover(&[root.join("tests/fixtures/usage"), root.join("corpora")]);
-        let prep = crate::assemble::pipeline::Setup::load("cc-2.1.328", None, Default::default()).unwrap();
-        let assembler = Assembler { mode: Mode::Auto, pipeline: Some(prep), ..Assembler::default() };
-        let (_, store, ..) = read_corpus(&disc, &RunOptions::default(), &assembler, &ModelOptions::default(), false);
-        store.each().map(|c| c.map(|(_, c)| c)).collect::<io::Result<Vec<_>>>().unwrap()
-    }
+    use crate::cost::modeled::test_util::fixture_chains;
 
     #[test]
     fn every_chain_reads_back_as_it_was_stored() {
@@ -729,17 +731,21 @@ mod tests {
     fn a_chain_changed_in_place_reads_back_changed_and_the_others_unchanged() {
         let chains = fixture_chains();
         let mut store = ChainStore::of(&chains);
-        let counts = store
-            .update(|c| {
-                for (i, b) in c.arena.iter_mut().enumerate() {
-                    b.tokens = b.tokens.wrapping_mul(3).wrapping_add(1);
-                    b.pinned = i % 2 == 0;
-                }
-                c.feats = Vec::new();
-                c.arena.len()
-            })
+        let mut counts = Vec::new();
+        store
+            .update(
+                |c| {
+                    for (i, b) in c.arena.iter_mut().enumerate() {
+                        b.tokens = b.tokens.wrapping_mul(3).wrapping_add(1);
+                        b.pinned = i % 2 == 0;
+                    }
+                    c.feats = Vec::new();
+                    c.arena.len()
+                },
+                |ci, n| counts.push((ci, n)),
+            )
             .unwrap();
-        assert_eq!(counts, chains.iter().map(|c| c.arena.len()).collect::<Vec<_>>());
+        assert_eq!(counts, chains.iter().map(|c| c.arena.len()).enumerate().collect::<Vec<_>>());
         // The chains are in the file once, as changed (the features gone).
         let (file, memory) = store.sizes();
         assert_eq!(memory, 0);

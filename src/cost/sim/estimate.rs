@@ -149,19 +149,43 @@ impl Estimator {
     /// (Lawson–Hanson active set on the normal equations, N ≤ 6) from
     /// samples of (features summed over a prompt, its recorded tokens).
     /// A kind that never occurs keeps the default; a kind fitted to 0
-    /// tokens gets `f64::INFINITY` bytes per token.
+    /// tokens gets `f64::INFINITY` bytes per token. The same as adding each
+    /// sample to a [`Fit`] in order and solving it.
     pub fn fit(samples: &[([f64; N_KINDS], f64)]) -> Estimator {
-        let mut g = [[0.0; N_KINDS]; N_KINDS];
-        let mut rhs = [0.0; N_KINDS];
+        let mut fit = Fit::default();
         for (x, y) in samples {
-            for i in 0..N_KINDS {
-                rhs[i] += x[i] * y;
-                for j in 0..N_KINDS {
-                    g[i][j] += x[i] * x[j];
-                }
+            fit.add(x, *y);
+        }
+        fit.solve()
+    }
+}
+
+/// The normal equations of [`Estimator::fit`], summed one sample at a time:
+/// a fit over any number of samples in 6 × 7 numbers, not the samples.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Fit {
+    g: [[f64; N_KINDS]; N_KINDS],
+    rhs: [f64; N_KINDS],
+    /// Samples added.
+    pub samples: u64,
+}
+
+impl Fit {
+    /// One sample: features `x`, recorded tokens `y`.
+    pub fn add(&mut self, x: &[f64; N_KINDS], y: f64) {
+        for i in 0..N_KINDS {
+            self.rhs[i] += x[i] * y;
+            for j in 0..N_KINDS {
+                self.g[i][j] += x[i] * x[j];
             }
         }
-        let coef = nnls(&g, &rhs);
+        self.samples += 1;
+    }
+
+    /// The estimator of the samples added (see [`Estimator::fit`]).
+    pub fn solve(&self) -> Estimator {
+        let (g, rhs) = (&self.g, &self.rhs);
+        let coef = nnls(g, rhs);
         let default = Estimator::default();
         let mut out = default;
         for k in 0..N_KINDS {

@@ -42,7 +42,7 @@ pub use blocks::{
     blocks_of, blocks_with_features,
 };
 pub use cache::{BreakpointOutcome, CacheSim, PrefixKeys, SimConfig, SimFlags, SimResult, SimTotals};
-pub use estimate::{Estimator, IMAGE_TOKENS_UNKNOWN, image_block_tokens, image_dims, image_tokens, kind_features};
+pub use estimate::{Estimator, Fit, IMAGE_TOKENS_UNKNOWN, image_block_tokens, image_dims, image_tokens, kind_features};
 pub use pin::{ChainStep, PinReport, common_prefix, exact_from_usage, pin_chain};
 
 /// Blocks and requests the tests of every part build.
