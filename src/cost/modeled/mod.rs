@@ -146,7 +146,7 @@ fn model(
     let (times, misses): (Vec<Vec<u64>>, Vec<_>) = per_chain.into_iter().unzip();
     let order = replay::time_order_of(&times);
     drop(times);
-    let (base, outside) = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None)?;
+    let base = replay::replay(&sessions, &chains, &order, opts, None, &est, pricing, None)?;
     let mut rep = CostReport {
         recorded: recorded.totals,
         bill,
@@ -164,7 +164,9 @@ fn model(
     };
     rep.ttl_misses = expiry::ttl_misses_of(&sessions, misses);
     report::add_baseline(&mut rep, &sessions, &chains, &base, pricing, keep_lines, opts.keep_turns)?;
-    // Summed: not held beside each what-if's predictions.
+    // Summed: not held beside each what-if's predictions (but which
+    // requests its warming made live).
+    let outside = base.warmed_list();
     drop(base);
     rep.what_if =
         report::what_if_results(&sessions, &chains, &order, opts, &est, pricing, rep.modeled.cost_usd, &outside)?;

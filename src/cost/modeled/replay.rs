@@ -22,9 +22,126 @@ pub(super) struct Predicted {
     pub(super) rejected: bool,
 }
 
-/// Per chain and request: the predictions, and whether warming made the
-/// prefix live (see [`replay`]).
-pub(super) type Replayed = (Vec<Vec<Predicted>>, Vec<Vec<bool>>);
+/// Every request's [`Predicted`] and whether warming made its prefix live
+/// (see [`replay`]), chain by chain in one list of 32-byte rows (a
+/// `Predicted` is 64 B: at 2 GB of corpus, about 100,000 requests, they
+/// were the replay's largest part).
+#[derive(Debug, Default)]
+pub(super) struct Predictions {
+    /// Where each chain's rows start in `rows`, and the end.
+    start: Vec<usize>,
+    rows: Vec<Row>,
+    /// The tokens of rows with a count past 32 bits ([`BIG`]).
+    big: rustc_hash::FxHashMap<usize, TokenCounts>,
+}
+
+/// Whether warming made each request's prefix live
+/// ([`Predictions::warmed_list`]).
+#[derive(Debug)]
+pub(super) struct Warmed {
+    start: Vec<usize>,
+    warmed: Vec<bool>,
+}
+
+impl Warmed {
+    /// Request `ri` of chain `ci` (`None` past the end).
+    fn get(&self, ci: usize, ri: usize) -> Option<bool> {
+        let (&a, &b) = (self.start.get(ci)?, self.start.get(ci + 1)?);
+        if ri < b - a { self.warmed.get(a + ri).copied() } else { None }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Row {
+    /// input, cache writes 5m and 1h, cache read, output.
+    tokens: [u32; 5],
+    flags: u32,
+    cost: f64,
+}
+
+/// [`Row::flags`]: too many breakpoints (the API rejects it).
+const REJECTED: u32 = 1;
+/// The cost is priced (else `None`).
+const PRICED: u32 = 2;
+/// The tokens are in [`Predictions::big`].
+const BIG: u32 = 4;
+/// Warming made the prefix live.
+const WARMED: u32 = 8;
+
+impl Predictions {
+    /// Every request of `chains`: no tokens, no cost, not warmed.
+    pub(super) fn new(chains: &ChainStore) -> Predictions {
+        let mut start = Vec::with_capacity(chains.len() + 1);
+        let mut n = 0;
+        for ci in 0..chains.len() {
+            start.push(n);
+            n += chains.reqs(ci);
+        }
+        start.push(n);
+        Predictions { start, rows: vec![Row::default(); n], big: Default::default() }
+    }
+
+    fn row(&self, ci: usize, ri: usize) -> Option<usize> {
+        let (&a, &b) = (self.start.get(ci)?, self.start.get(ci + 1)?);
+        (ri < b - a).then_some(a + ri)
+    }
+
+    /// Request `ri` of chain `ci` (the default past the end).
+    pub(super) fn get(&self, ci: usize, ri: usize) -> Predicted {
+        self.row(ci, ri).map_or_else(Predicted::default, |i| self.unpack(i))
+    }
+
+    fn unpack(&self, i: usize) -> Predicted {
+        let r = &self.rows[i];
+        let [input, cache_write_5m, cache_write_1h, cache_read, output] = r.tokens.map(u64::from);
+        let tokens = if r.flags & BIG != 0 {
+            self.big.get(&i).copied().unwrap_or_default()
+        } else {
+            TokenCounts { input, cache_write_5m, cache_write_1h, cache_read, output }
+        };
+        Predicted { tokens, cost: (r.flags & PRICED != 0).then_some(r.cost), rejected: r.flags & REJECTED != 0 }
+    }
+
+    /// Chain `ci`'s requests in order.
+    pub(super) fn chain(&self, ci: usize) -> impl Iterator<Item = Predicted> + '_ {
+        let (a, b) = (self.start.get(ci).copied().unwrap_or(0), self.start.get(ci + 1).copied().unwrap_or(0));
+        (a..b).map(|i| self.unpack(i))
+    }
+
+    /// Whether warming made each request's prefix live, apart (what a what-if's
+    /// replay needs of the baseline's, 1 B a request).
+    pub(super) fn warmed_list(&self) -> Warmed {
+        Warmed { start: self.start.clone(), warmed: self.rows.iter().map(|r| r.flags & WARMED != 0).collect() }
+    }
+
+    fn set_warmed(&mut self, ci: usize, ri: usize, warmed: bool) {
+        if let Some(i) = self.row(ci, ri) {
+            self.rows[i].flags = (self.rows[i].flags & !WARMED) | if warmed { WARMED } else { 0 };
+        }
+    }
+
+    /// Request `ri` of chain `ci` predicted `p` (whether it was warmed
+    /// stays).
+    fn set(&mut self, ci: usize, ri: usize, p: &Predicted) {
+        let Some(i) = self.row(ci, ri) else { return };
+        let t = &p.tokens;
+        let all = [t.input, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.output];
+        let mut flags = self.rows[i].flags & WARMED;
+        flags |= if p.rejected { REJECTED } else { 0 } | if p.cost.is_some() { PRICED } else { 0 };
+        let tokens = match all.map(u32::try_from) {
+            [Ok(a), Ok(b), Ok(c), Ok(d), Ok(e)] => {
+                self.big.remove(&i);
+                [a, b, c, d, e]
+            }
+            _ => {
+                flags |= BIG;
+                self.big.insert(i, *t);
+                [0; 5]
+            }
+        };
+        self.rows[i] = Row { tokens, flags, cost: p.cost.unwrap_or(0.0) };
+    }
+}
 
 /// Replay every request in time order; `what_if` changes each request.
 ///
@@ -69,24 +186,23 @@ pub(super) fn replay(
     what_if: Option<&WhatIf>,
     est: &Estimator,
     pricing: &Pricing,
-    outside: Option<&[Vec<bool>]>,
-) -> std::io::Result<Replayed> {
+    outside: Option<&Warmed>,
+) -> std::io::Result<Predictions> {
     let n = chains.len();
-    let mut warmed: Vec<Vec<bool>> = (0..n).map(|ci| vec![false; chains.reqs(ci)]).collect();
     let mut last_at: Vec<u64> = vec![0; n];
     // The chains under way: the chain, its uncached tail, its requests
     // not replayed yet.
     let mut live: rustc_hash::FxHashMap<usize, (ChainIn, u64, usize)> = rustc_hash::FxHashMap::default();
     let mut buf = Vec::new();
     let mut sim = CacheSim::new(opts.sim.clone());
-    let mut out: Vec<Vec<Predicted>> = (0..n).map(|ci| vec![Predicted::default(); chains.reqs(ci)]).collect();
+    let mut out = Predictions::new(chains);
     let incremental = matches!(what_if, None | Some(WhatIf::NoCrossSessionCache | WhatIf::Model(_) | WhatIf::Ttl(_)));
     let mut cursors: Vec<Cursor> = std::iter::repeat_with(Cursor::default).take(chains.len()).collect();
     let mut req = SimRequest::default();
     let no_cross = matches!(what_if, Some(WhatIf::NoCrossSessionCache));
-    // The prediction of each recorded response simulated, by its cache
-    // scope and key.
-    let mut simulated: rustc_hash::FxHashMap<(u64, u64), Predicted> = rustc_hash::FxHashMap::default();
+    // The request of each recorded response simulated (chain, request), by
+    // its cache scope and key.
+    let mut simulated: rustc_hash::FxHashMap<(u64, u64), (u32, u32)> = rustc_hash::FxHashMap::default();
     // A chain whose last request was just replayed, let go at the next.
     let mut retire: Option<usize> = None;
     for &(_, ci, ri) in order {
@@ -122,8 +238,9 @@ pub(super) fn replay(
         // through the cache, which would read what the first wrote. (In
         // another account it is simulated there: a shard by root then
         // models as a single run.)
-        if let Some(p) = r.usage_key.and_then(|k| simulated.get(&(scope, k))) {
-            out[ci][ri] = *p;
+        if let Some(&(c0, r0)) = r.usage_key.and_then(|k| simulated.get(&(scope, k))) {
+            let p = out.get(c0 as usize, r0 as usize);
+            out.set(ci, ri, &p);
             last_at[ci] = r.at_ms;
             // Its blocks, for the chain's next request (both modes).
             cursors[ci].advance(chain, &r.step);
@@ -147,7 +264,7 @@ pub(super) fn replay(
             WarmPrefix::Always => true,
             WarmPrefix::Never => false,
         } && after_gap
-            && (!no_cross || outside.is_none_or(|o| o.get(ci).and_then(|c| c.get(ri)).copied().unwrap_or(true)));
+            && (!no_cross || outside.is_none_or(|o| o.get(ci, ri).unwrap_or(true)));
         let cursor = &mut cursors[ci];
         let res = if incremental {
             let model = match what_if {
@@ -160,7 +277,8 @@ pub(super) fn replay(
             };
             cursor.advance(chain, &r.step);
             if warm {
-                warmed[ci][ri] = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
+                let live = cursor.warm(&mut sim, chain, &r.step, ttl, r.at_ms, model, scope, &mut req);
+                out.set_warmed(ci, ri, live);
             }
             let res = cursor.step(
                 &mut sim,
@@ -202,7 +320,7 @@ pub(super) fn replay(
                 && let Some(b) =
                     req.blocks.iter().position(|b| b.ttl.is_some() && matches!(b.place, Place::Tool | Place::System))
             {
-                warmed[ci][ri] = sim.warm(&req, b);
+                out.set_warmed(ci, ri, sim.warm(&req, b));
             }
             sim.step(&req)
         };
@@ -229,13 +347,13 @@ pub(super) fn replay(
                 tokens = tokens.scaled(f);
             }
         }
-        out[ci][ri] =
-            Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
+        let p = Predicted { tokens, cost: pricing.cost(&req.model, &tokens), rejected: res.flags.too_many_breakpoints };
+        out.set(ci, ri, &p);
         if let Some(k) = r.usage_key {
-            simulated.insert((scope, k), out[ci][ri]);
+            simulated.insert((scope, k), (ci as u32, ri as u32));
         }
     }
-    Ok((out, warmed))
+    Ok(out)
 }
 
 /// A chain's request this long after the one before may find its static
@@ -408,6 +526,42 @@ mod tests {
     use crate::cost::modeled::test_util::{block, user};
     use std::sync::Arc;
 
+    /// Whether each request was warmed, by chain.
+    fn warmed(p: &Predictions, chains: &ChainStore) -> Vec<Vec<bool>> {
+        let list = p.warmed_list();
+        (0..chains.len()).map(|ci| (0..chains.reqs(ci)).map(|ri| list.get(ci, ri) == Some(true)).collect()).collect()
+    }
+
+    /// A row keeps what it was given: counts past 32 bits, no cost, the
+    /// rejection, and whether it was warmed apart from the prediction.
+    #[test]
+    fn a_prediction_reads_back_as_set() {
+        let (_, c) = one(0, 0, 7, 70, false);
+        let chains = ChainStore::of(&[c.clone(), ChainIn::default(), c]);
+        let mut p = Predictions::new(&chains);
+        let big = TokenCounts { input: 1 << 40, cache_write_5m: 2, cache_write_1h: 3, cache_read: 4, output: 5 };
+        let small = TokenCounts { input: 6, cache_write_5m: 7, cache_write_1h: 8, cache_read: 9, output: 10 };
+        p.set_warmed(0, 0, true);
+        p.set(0, 0, &Predicted { tokens: big, cost: None, rejected: true });
+        p.set(2, 0, &Predicted { tokens: small, cost: Some(0.25), rejected: false });
+        assert_eq!(p.get(0, 0), Predicted { tokens: big, cost: None, rejected: true });
+        assert_eq!(p.get(2, 0), Predicted { tokens: small, cost: Some(0.25), rejected: false });
+        assert_eq!(p.chain(2).collect::<Vec<_>>(), [p.get(2, 0)]);
+        assert_eq!(warmed(&p, &chains), [vec![true], vec![], vec![false]]);
+        let list = p.warmed_list();
+        assert_eq!(
+            [list.get(0, 0), list.get(2, 0), list.get(1, 0), list.get(3, 0)],
+            [Some(true), Some(false), None, None]
+        );
+        // Set again, small: the large counts go; past the end: nothing.
+        p.set(0, 0, &Predicted { tokens: small, cost: Some(1.0), rejected: false });
+        assert_eq!(p.get(0, 0), Predicted { tokens: small, cost: Some(1.0), rejected: false });
+        assert!(p.big.is_empty() && p.warmed_list().get(0, 0) == Some(true));
+        assert_eq!(p.get(1, 0), Predicted::default());
+        assert_eq!(p.get(9, 0), Predicted::default());
+        assert_eq!(std::mem::size_of::<Row>(), 32);
+    }
+
     /// A session of one chain of one request at `at_s` seconds: a system
     /// block `system` of 2,000 tokens and a message of 100, a 5-minute
     /// breakpoint on each; `read`: its recorded usage shows a cache read.
@@ -494,10 +648,10 @@ mod tests {
         let chains = ChainStore::of(&[c]);
         let order = time_order(&chains).unwrap();
         let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
-        let (got, warmed) = replay(&[s], &chains, &order, &opts, None, &est, &pricing, None).unwrap();
-        let rw: Vec<(u64, u64)> = got[0].iter().map(|p| (p.tokens.cache_read, p.tokens.cache_write())).collect();
+        let got = replay(&[s], &chains, &order, &opts, None, &est, &pricing, None).unwrap();
+        let rw: Vec<(u64, u64)> = got.chain(0).map(|p| (p.tokens.cache_read, p.tokens.cache_write())).collect();
         assert_eq!(rw, [(0, 2100), (2000, 100), (0, 2100), (2100, 0)]);
-        assert_eq!(warmed, [[false, true, false, false]]);
+        assert_eq!(warmed(&got, &chains), [[false, true, false, false]]);
     }
 
     /// A worked example: A writes a prefix; B, another session, reads it a
@@ -514,18 +668,19 @@ mod tests {
         let (sessions, chains) = (vec![sa, sb, sc], ChainStore::of(&[ca, cb, cc]));
         let order = time_order(&chains).unwrap();
         let (opts, est, pricing) = (ModelOptions::default(), Estimator::default(), Pricing::builtin());
-        let sums = |p: &[Vec<Predicted>]| -> Vec<(u64, u64)> {
-            p.iter().map(|c| (c[0].tokens.cache_read, c[0].tokens.cache_write())).collect()
+        let sums = |p: &Predictions| -> Vec<(u64, u64)> {
+            (0..3).map(|ci| p.get(ci, 0)).map(|p| (p.tokens.cache_read, p.tokens.cache_write())).collect()
         };
-        let (base, outside) = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None).unwrap();
+        let base = replay(&sessions, &chains, &order, &opts, None, &est, &pricing, None).unwrap();
         assert_eq!(sums(&base), [(0, 2100), (2000, 100), (2000, 100)]);
-        assert_eq!(outside, [[false], [false], [true]]);
+        assert_eq!(warmed(&base, &chains), [[false], [false], [true]]);
         let w = WhatIf::NoCrossSessionCache;
-        let (cold, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside)).unwrap();
+        let outside = base.warmed_list();
+        let cold = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&outside)).unwrap();
         assert_eq!(sums(&cold), [(0, 2100), (0, 2100), (2000, 100)]);
         // Before, the what-if dropped the unseen writer too: C wrote 2,100.
-        let all_cold = vec![vec![false]; 3];
-        let (colder, _) = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold)).unwrap();
+        let all_cold = Predictions::new(&chains).warmed_list();
+        let colder = replay(&sessions, &chains, &order, &opts, Some(&w), &est, &pricing, Some(&all_cold)).unwrap();
         assert_eq!(sums(&colder), [(0, 2100), (0, 2100), (0, 2100)]);
     }
 }

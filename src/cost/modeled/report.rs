@@ -11,7 +11,7 @@ use super::context::ContextTokens;
 use super::options::ModelOptions;
 use super::options::{Boundary, WhatIf};
 use super::pinning::{EstimatorReport, quantile, sorted};
-use super::replay::{Predicted, replay};
+use super::replay::{Predictions, Warmed, replay};
 use super::store::ChainStore;
 use crate::cost::format::json;
 use crate::cost::pricing::Pricing;
@@ -441,7 +441,7 @@ pub(super) fn add_baseline(
     rep: &mut CostReport,
     sessions: &[SessionIn],
     chains: &ChainStore,
-    base: &[Vec<Predicted>],
+    base: &Predictions,
     pricing: &Pricing,
     keep: bool,
     opts_keep_turns: bool,
@@ -471,7 +471,7 @@ pub(super) fn add_baseline(
         let (ci, c) = c?;
         let context = super::context::per_request(&c);
         for (ri, r) in c.reqs.iter().enumerate() {
-            let p = base[ci][ri];
+            let p = base.get(ci, ri);
             let ctx = context.get(ri).copied().unwrap_or_default();
             rep.context += ctx;
             sums.add(&r.model, &p.tokens, p.cost);
@@ -653,16 +653,16 @@ pub(super) fn what_if_results(
     est: &Estimator,
     pricing: &Pricing,
     baseline: f64,
-    outside: &[Vec<bool>],
+    outside: &Warmed,
 ) -> std::io::Result<Vec<WhatIfResult>> {
     opts.what_ifs
         .iter()
         .map(|w| {
-            let (res, _) = replay(sessions, chains, order, opts, Some(w), est, pricing, Some(outside))?;
+            let res = replay(sessions, chains, order, opts, Some(w), est, pricing, Some(outside))?;
             let mut sums = Sums::default();
-            for (c, ps) in chains.each().zip(&res) {
-                let (_, c) = c?;
-                for (r, p) in c.reqs.iter().zip(ps) {
+            for c in chains.each() {
+                let (ci, c) = c?;
+                for (r, p) in c.reqs.iter().zip(res.chain(ci)) {
                     sums.add(priced_model(&r.model, w), &p.tokens, p.cost);
                 }
             }
