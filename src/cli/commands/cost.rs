@@ -69,15 +69,36 @@ fn recorded(args: &CostArgs, input: &Input, pricing: &Pricing) -> anyhow::Result
     };
     print_diagnostics(&report.diagnostics);
     if args.json {
-        let mut value = serde_json::json!({ "recorded": report.totals, "report": report });
-        if let Some(p) = partial {
-            value["partial"] = p.to_json()?;
-        }
-        output::json(&value)?;
+        let partial = partial.map(|p| p.to_json()).transpose()?;
+        output::json(&RecordedJson { recorded: &report.totals, report: &report, partial, merged: None })?;
     } else {
         output::text(&ctxasm::cost::report::recorded_table(&report))?;
     }
     Ok(strict_outcome(args.strict, &report.diagnostics))
+}
+
+/// `cost --json`'s object: the report's own members, then a shard's
+/// `partial` or a merge's `merged`. Written as it is serialized (a report
+/// of thousands of sessions made into a JSON tree first took 8 MB more).
+#[derive(serde::Serialize)]
+struct ModeledJson<'a> {
+    #[serde(flatten)]
+    report: &'a ctxasm::cost::modeled::CostReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merged: Option<serde_json::Value>,
+}
+
+/// `cost --recorded-only --json`'s object (see [`ModeledJson`]).
+#[derive(serde::Serialize)]
+struct RecordedJson<'a> {
+    recorded: &'a ctxasm::cost::usage::Totals,
+    report: &'a ctxasm::cost::usage::RecordedReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    merged: Option<serde_json::Value>,
 }
 
 /// `cost daily|monthly|session|blocks`: a view of the recorded usage.
@@ -230,11 +251,8 @@ fn modeled(
         output::write_atomic(path, text.as_bytes())?;
     }
     if args.json {
-        let mut value = serde_json::to_value(&report)?;
-        if let Some(p) = partial {
-            value["partial"] = p.to_json()?;
-        }
-        output::json(&value)?;
+        let partial = partial.map(|p| p.to_json()).transpose()?;
+        output::json(&ModeledJson { report: &report, partial, merged: None })?;
     } else {
         output::text(&ctxasm::cost::report::table(&report))?;
     }
@@ -287,9 +305,7 @@ fn merge(args: &CostMergeArgs) -> anyhow::Result<Outcome> {
         Some(report) => {
             print_diagnostics(&report.diagnostics);
             if args.json {
-                let mut value = serde_json::to_value(report)?;
-                value["merged"] = info;
-                output::json(&value)?;
+                output::json(&ModeledJson { report, partial: None, merged: Some(info) })?;
             } else {
                 output::text(&ctxasm::cost::report::table(report))?;
             }
@@ -298,7 +314,7 @@ fn merge(args: &CostMergeArgs) -> anyhow::Result<Outcome> {
             let report = &merged.recorded;
             print_diagnostics(&report.diagnostics);
             if args.json {
-                output::json(&serde_json::json!({ "recorded": report.totals, "report": report, "merged": info }))?;
+                output::json(&RecordedJson { recorded: &report.totals, report, partial: None, merged: Some(info) })?;
             } else {
                 output::text(&ctxasm::cost::report::recorded_table(report))?;
             }
