@@ -430,6 +430,11 @@ where
     let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let spare = &spare;
     let written = (Mutex::new(0usize), Condvar::new());
+    // Workers waiting on `written` (changed under its lock): the consumer
+    // wakes them only when there are some (a wake is a system call, and
+    // it was one per session).
+    let waiting = AtomicUsize::new(0);
+    let waiting = &waiting;
     let mut result: std::io::Result<()> = Ok(());
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, Msg<R>)>();
@@ -442,7 +447,9 @@ where
                     return Err(piece);
                 }
                 while early_parts.load(Ordering::Relaxed) > 0 && !stop.load(Ordering::Relaxed) {
+                    waiting.fetch_add(1, Ordering::Relaxed);
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                    waiting.fetch_sub(1, Ordering::Relaxed);
                 }
                 drop(done);
                 if stop.load(Ordering::Relaxed) {
@@ -475,7 +482,9 @@ where
                     && (i >= *done + window || pending_bytes.load(Ordering::Relaxed) > PENDING_BYTES)
                     && !stop.load(Ordering::Relaxed)
                 {
+                    waiting.fetch_add(1, Ordering::Relaxed);
                     done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
+                    waiting.fetch_sub(1, Ordering::Relaxed);
                 }
                 drop(done);
                 let out = work(&groups[i], &Early { index: i, send: send_early, next: is_next, buffer });
@@ -540,8 +549,11 @@ where
                     // wakeup cannot be lost between its check and its wait.
                     let done = written.0.lock().unwrap_or_else(|e| e.into_inner());
                     early_parts.fetch_sub(1, Ordering::Relaxed);
+                    let wake = waiting.load(Ordering::Relaxed) > 0;
                     drop(done);
-                    written.1.notify_all();
+                    if wake {
+                        written.1.notify_all();
+                    }
                     continue;
                 }
                 Msg::Done(out) => out,
@@ -556,8 +568,13 @@ where
                         stop.store(true, Ordering::Relaxed);
                     }
                 }
-                *written.0.lock().unwrap_or_else(|e| e.into_inner()) = expect;
-                written.1.notify_all();
+                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                *done = expect;
+                let wake = waiting.load(Ordering::Relaxed) > 0;
+                drop(done);
+                if wake {
+                    written.1.notify_all();
+                }
             }
         }
     });
