@@ -123,6 +123,34 @@ pub fn format_rfc3339_ms(ms: i64, frac: bool) -> String {
     }
 }
 
+/// Whether `text` is [`format_rfc3339_ms`]`(ms, true)`, without making
+/// that string (asked of every usage line a transcript has).
+pub fn is_rfc3339_ms_text(ms: i64, text: &str) -> bool {
+    let (days, rem) = (ms.div_euclid(DAY_MS), ms.rem_euclid(DAY_MS));
+    let (y, m, d) = civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        return format_rfc3339_ms(ms, true) == text;
+    }
+    let secs = rem / 1000;
+    let (h, mi, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let mut b = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, v: i64| {
+        let mut v = v;
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+    };
+    put(0, 4, y);
+    put(5, 2, i64::from(m));
+    put(8, 2, i64::from(d));
+    put(11, 2, h);
+    put(14, 2, mi);
+    put(17, 2, s);
+    put(20, 3, rem % 1000);
+    text.as_bytes() == b
+}
+
 /// Milliseconds since the epoch of `t` (0 before it).
 pub fn system_time_ms(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -207,6 +235,21 @@ mod tests {
             let ours = civil_from_days(days);
             prop_assert_eq!(ours, (i64::from(date.year()), date.month() as u32, date.day() as u32));
             prop_assert_eq!(days_from_civil(ours.0, ours.1, ours.2), days);
+        }
+
+        /// The text check without a string is the comparison with the
+        /// string: for the instant's own text, a text one character off,
+        /// and other texts (years past 9999 and before 0 included).
+        #[test]
+        fn the_text_check_is_the_formatted_comparison(ms in -400_000_000_000_000i64..400_000_000_000_000, k in 0usize..24, other in "[0-9:TZ.-]{0,26}") {
+            let text = format_rfc3339_ms(ms, true);
+            prop_assert!(is_rfc3339_ms_text(ms, &text));
+            let mut off = text.clone().into_bytes();
+            let k = k % off.len();
+            off[k] = if off[k] == b'1' { b'2' } else { b'1' };
+            let off = String::from_utf8(off).unwrap();
+            prop_assert_eq!(is_rfc3339_ms_text(ms, &off), off == text);
+            prop_assert_eq!(is_rfc3339_ms_text(ms, &other), other == text);
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::cost::tokens::TokenCounts;
 use crate::diag::Diagnostic;
 use crate::input::discover::{Discovery, SessionGroup};
 use crate::input::scan::UsageLine;
-use crate::time::{format_rfc3339_ms, parse_rfc3339_ms};
+use crate::time::{is_rfc3339_ms_text, parse_rfc3339_ms};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use xxhash_rust::xxh3::xxh3_64;
@@ -57,7 +57,7 @@ struct Rec {
     line_session: u64,
     /// The instant, in ms (with [`HAS_TS`]).
     ts_ms: i64,
-    /// The timestamp as written, when [`format_rfc3339_ms`] does not give
+    /// The timestamp as written, when [`crate::time::format_rfc3339_ms`] does not give
     /// it back from `ts_ms` (a moment only: [`CorpusUsage`] keeps these
     /// apart).
     ts_text: Option<Box<str>>,
@@ -152,7 +152,7 @@ impl SessionLines {
         }
         let ts_ms = u.timestamp.and_then(parse_rfc3339_ms);
         let ts_text = match (u.timestamp, ts_ms) {
-            (Some(t), Some(ms)) if format_rfc3339_ms(ms, true) != t => Some(t.into()),
+            (Some(t), Some(ms)) if !is_rfc3339_ms_text(ms, t) => Some(t.into()),
             _ => None,
         };
         let model = match u.model {
