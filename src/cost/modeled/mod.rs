@@ -190,7 +190,7 @@ pub(crate) mod test_util {
     }
 
     /// The chains of the captured fixtures, as pass 1 builds them.
-    pub(crate) fn fixture_chains() -> Vec<super::blocks::ChainIn> {
+    pub(super) fn fixture_chains() -> Vec<super::blocks::ChainIn> {
         use crate::assemble::{Assembler, Mode};
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let disc = crate::input::discover::discover(&[root.join("tests/fixtures/usage"), root.join("corpora")]);
