@@ -47,6 +47,15 @@ impl RunOptions<'_> {
         let pool = threads.and_then(|n| rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().ok());
         Self { pool, ..Self::default() }
     }
+
+    /// `f` on these options' threads (what it runs in parallel, such as
+    /// [`discover`](crate::input::discover::discover), uses them).
+    pub fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
+    }
 }
 
 impl<'a, 'd> Session<'a, 'd> {

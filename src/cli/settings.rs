@@ -64,15 +64,15 @@ impl Input {
     /// the corpus), then only the shard's sessions are kept: a shard may
     /// be empty.
     pub fn resolve(args: &InputArgs) -> anyhow::Result<Self> {
-        let mut disc = discovery(args);
-        if disc.files.is_empty() && (args.paths.is_empty() || !crate::cli::input::failed(&disc)) {
-            return Err(nothing_found(args, &disc).into());
-        }
-        let shard = apply_shard(args, &mut disc);
         let run = RunOptions {
             read: ReadOptions { source: source(args), max_line_bytes: args.max_line_bytes, fields: Fields::All },
             ..RunOptions::with_threads(args.threads)
         };
+        let mut disc = run.install(|| discovery(args));
+        if disc.files.is_empty() && (args.paths.is_empty() || !crate::cli::input::failed(&disc)) {
+            return Err(nothing_found(args, &disc).into());
+        }
+        let shard = apply_shard(args, &mut disc);
         Ok(Self { disc, run, shard })
     }
 }

@@ -158,7 +158,11 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
     }
     found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
     found.dedup();
-    out.files = found.into_iter().map(classify).collect();
+    // A stat or two per file (its size, a subagent's sidecar): on the
+    // threads of the pool it runs in (`RunOptions::install`), as the
+    // agent files' heads in `group`.
+    use rayon::prelude::*;
+    out.files = found.into_par_iter().map(classify).collect();
     out.groups = group(&out.files);
     out
 }
@@ -324,10 +328,20 @@ fn group(files: &[TranscriptFile]) -> Vec<SessionGroup> {
         }
     }
     // 2.0.x: agent files beside the session files carry the parent's sessionId.
+    use rayon::prelude::*;
+    let heads: Vec<Option<String>> = loose
+        .par_iter()
+        .map(|g| match g.subagents[..] {
+            [i] if g.main.is_none() => head_session_id(&files[i].path),
+            _ => None,
+        })
+        .collect();
+    let mut heads = heads.into_iter();
     loose.retain(|g| {
+        let head = heads.next().flatten();
         let [i] = g.subagents[..] else { return true };
         let parent = files[i].path.parent().map(Path::to_path_buf);
-        let key = parent.zip(head_session_id(&files[i].path));
+        let key = parent.zip(head);
         match key.and_then(|k| by_key.get_mut(&k)).filter(|g| g.main.is_some()) {
             Some(session) => {
                 session.subagents.push(i);
