@@ -68,17 +68,11 @@ impl Source {
 /// A regular file opened, with its length and whether it must be read, not
 /// mapped (live, or `no_mmap`).
 fn open_regular(path: &Path, opts: &SourceOptions) -> io::Result<(File, u64, bool)> {
-    // Checked before opening: opening a FIFO for reading blocks until a
-    // writer comes.
-    let ft = std::fs::metadata(path)?.file_type();
-    if !ft.is_file() {
-        let what = super::discover::file_type_name(&ft);
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
-    }
-    let file = File::open(path)?;
+    let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+        let what = super::discover::file_type_name(&meta.file_type());
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
     }
     let live = meta
         .modified()
@@ -86,6 +80,27 @@ fn open_regular(path: &Path, opts: &SourceOptions) -> io::Result<(File, u64, boo
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .is_none_or(|age| age < opts.live_window);
     Ok((file, meta.len(), opts.no_mmap || live))
+}
+
+/// `path` opened for reading without blocking: opening a FIFO for reading
+/// blocks until a writer comes, so it is opened non-blocking and refused
+/// by its type after (one lookup of the path, not a `stat` and an `open`;
+/// reads of a regular file ignore the flag).
+#[cfg(unix)]
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+}
+
+/// Elsewhere: the type checked before opening.
+#[cfg(not(unix))]
+fn open_nonblocking(path: &Path) -> io::Result<File> {
+    let ft = std::fs::metadata(path)?.file_type();
+    if !ft.is_file() {
+        let what = super::discover::file_type_name(&ft);
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
+    }
+    File::open(path)
 }
 
 /// Stable files at least this large are mapped by [`with_bytes`]; smaller
@@ -189,6 +204,33 @@ fn read_up_to(file: File, len: u64) -> io::Result<Vec<u8>> {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// A FIFO where a transcript was (put there after discovery) is refused
+    /// by its type, at once: opened without blocking, no writer needed. A
+    /// directory and a missing path are errors too.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_in_a_transcripts_place_is_refused_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("f.jsonl");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let path = fifo.clone();
+        std::thread::spawn(move || {
+            let opts = SourceOptions::default();
+            let got = (load(&path, &opts).err(), with_bytes(&path, &opts, &mut Vec::new(), |b| b.len()).err());
+            tx.send(got.0.zip(got.1).map(|(a, b)| (a.to_string(), b.to_string()))).unwrap();
+        });
+        let got = rx.recv_timeout(Duration::from_secs(20)).expect("opening a FIFO blocked");
+        let why = "not a regular file (a FIFO)".to_string();
+        assert_eq!(got, Some((why.clone(), why)));
+        let e = load(dir.path(), &SourceOptions::default()).err().map(|e| e.to_string());
+        assert_eq!(e.as_deref(), Some("not a regular file (a directory)"));
+        assert_eq!(
+            load(&dir.path().join("missing"), &SourceOptions::default()).err().map(|e| e.kind()),
+            Some(io::ErrorKind::NotFound)
+        );
+    }
 
     #[test]
     fn maps_stable_files_and_reads_live_ones() {
