@@ -281,13 +281,13 @@ const WINDOW_PER_THREAD: usize = 16;
 const PENDING_BYTES: usize = 32 << 20;
 
 /// Map every session in parallel and hand the results to `sink` in
-/// discovery order, on the calling thread, as soon as each is ready, so
-/// consuming (writing) overlaps the work. Workers stay at most
-/// [`WINDOW_PER_THREAD`] × threads sessions ahead of the consumer, and one
-/// session each once [`PENDING_BYTES`] of output (`size`) wait: memory is
-/// bounded by that window, not by the corpus. A session that cannot be read
-/// becomes `on_error(diagnostic)`. The first error of `sink` stops the
-/// workers and is returned.
+/// discovery order, on the calling thread, as soon as each is ready (each
+/// worker sends them [`BATCH`] at a time), so consuming overlaps the
+/// work. Workers stay at most [`WINDOW_PER_THREAD`] × threads sessions
+/// ahead of the consumer, and one session each once [`PENDING_BYTES`] of
+/// output (`size`) wait: memory is bounded by that window, not by the
+/// corpus. A session that cannot be read becomes `on_error(diagnostic)`.
+/// The first error of `sink` stops the workers and is returned.
 pub fn stream_sessions<R, F, S>(
     disc: &Discovery,
     run: &RunOptions<'_>,
