@@ -122,11 +122,14 @@ pub fn open(path: &Path) -> std::io::Result<Output> {
 
 /// One JSON value and a newline on stdout.
 pub fn json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    // Buffered: stdout's own buffer is 1 KiB (a megabyte report was 800
+    // writes to a pipe).
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     // io::Error::from keeps the kind of a write error (a broken pipe).
     serde_json::to_writer(&mut out, value)
         .map_err(std::io::Error::from)
         .and_then(|()| writeln!(out))
+        .and_then(|()| out.flush())
         .context("cannot write output")
 }
 
