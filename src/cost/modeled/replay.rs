@@ -28,26 +28,63 @@ pub(super) struct Predicted {
 /// were the replay's largest part).
 #[derive(Debug, Default)]
 pub(super) struct Predictions {
-    /// Where each chain's rows start in `rows`, and the end.
-    start: Vec<usize>,
+    at: Rows,
     rows: Vec<Row>,
     /// The tokens of rows with a count past 32 bits ([`BIG`]).
     big: rustc_hash::FxHashMap<usize, TokenCounts>,
+}
+
+/// Where each chain's requests are in a list of every request, chain by
+/// chain.
+#[derive(Debug, Default, Clone)]
+struct Rows {
+    /// Where each chain's rows start, and the end.
+    start: Vec<usize>,
+}
+
+impl Rows {
+    fn of(chains: &ChainStore) -> Rows {
+        let mut start = Vec::with_capacity(chains.len() + 1);
+        let mut n = 0;
+        for ci in 0..chains.len() {
+            start.push(n);
+            n += chains.reqs(ci);
+        }
+        start.push(n);
+        Rows { start }
+    }
+
+    /// Chain `ci`'s rows (empty past the end).
+    fn chain(&self, ci: usize) -> std::ops::Range<usize> {
+        match (self.start.get(ci), self.start.get(ci + 1)) {
+            (Some(&a), Some(&b)) => a..b,
+            _ => 0..0,
+        }
+    }
+
+    /// The row of request `ri` of chain `ci`.
+    fn row(&self, ci: usize, ri: usize) -> Option<usize> {
+        let r = self.chain(ci);
+        (ri < r.len()).then_some(r.start + ri)
+    }
+
+    fn len(&self) -> usize {
+        self.start.last().copied().unwrap_or(0)
+    }
 }
 
 /// Whether warming made each request's prefix live
 /// ([`Predictions::warmed_list`]).
 #[derive(Debug)]
 pub(super) struct Warmed {
-    start: Vec<usize>,
+    at: Rows,
     warmed: Vec<bool>,
 }
 
 impl Warmed {
     /// Request `ri` of chain `ci` (`None` past the end).
     fn get(&self, ci: usize, ri: usize) -> Option<bool> {
-        let (&a, &b) = (self.start.get(ci)?, self.start.get(ci + 1)?);
-        if ri < b - a { self.warmed.get(a + ri).copied() } else { None }
+        self.at.row(ci, ri).and_then(|i| self.warmed.get(i).copied())
     }
 }
 
@@ -71,24 +108,13 @@ const WARMED: u32 = 8;
 impl Predictions {
     /// Every request of `chains`: no tokens, no cost, not warmed.
     pub(super) fn new(chains: &ChainStore) -> Predictions {
-        let mut start = Vec::with_capacity(chains.len() + 1);
-        let mut n = 0;
-        for ci in 0..chains.len() {
-            start.push(n);
-            n += chains.reqs(ci);
-        }
-        start.push(n);
-        Predictions { start, rows: vec![Row::default(); n], big: Default::default() }
-    }
-
-    fn row(&self, ci: usize, ri: usize) -> Option<usize> {
-        let (&a, &b) = (self.start.get(ci)?, self.start.get(ci + 1)?);
-        (ri < b - a).then_some(a + ri)
+        let at = Rows::of(chains);
+        Predictions { rows: vec![Row::default(); at.len()], at, big: Default::default() }
     }
 
     /// Request `ri` of chain `ci` (the default past the end).
     pub(super) fn get(&self, ci: usize, ri: usize) -> Predicted {
-        self.row(ci, ri).map_or_else(Predicted::default, |i| self.unpack(i))
+        self.at.row(ci, ri).map_or_else(Predicted::default, |i| self.unpack(i))
     }
 
     fn unpack(&self, i: usize) -> Predicted {
@@ -104,18 +130,17 @@ impl Predictions {
 
     /// Chain `ci`'s requests in order.
     pub(super) fn chain(&self, ci: usize) -> impl Iterator<Item = Predicted> + '_ {
-        let (a, b) = (self.start.get(ci).copied().unwrap_or(0), self.start.get(ci + 1).copied().unwrap_or(0));
-        (a..b).map(|i| self.unpack(i))
+        self.at.chain(ci).map(|i| self.unpack(i))
     }
 
     /// Whether warming made each request's prefix live, apart (what a what-if's
     /// replay needs of the baseline's, 1 B a request).
     pub(super) fn warmed_list(&self) -> Warmed {
-        Warmed { start: self.start.clone(), warmed: self.rows.iter().map(|r| r.flags & WARMED != 0).collect() }
+        Warmed { at: self.at.clone(), warmed: self.rows.iter().map(|r| r.flags & WARMED != 0).collect() }
     }
 
     fn set_warmed(&mut self, ci: usize, ri: usize, warmed: bool) {
-        if let Some(i) = self.row(ci, ri) {
+        if let Some(i) = self.at.row(ci, ri) {
             self.rows[i].flags = (self.rows[i].flags & !WARMED) | if warmed { WARMED } else { 0 };
         }
     }
@@ -123,7 +148,7 @@ impl Predictions {
     /// Request `ri` of chain `ci` predicted `p` (whether it was warmed
     /// stays).
     fn set(&mut self, ci: usize, ri: usize, p: &Predicted) {
-        let Some(i) = self.row(ci, ri) else { return };
+        let Some(i) = self.at.row(ci, ri) else { return };
         let t = &p.tokens;
         let all = [t.input, t.cache_write_5m, t.cache_write_1h, t.cache_read, t.output];
         let mut flags = self.rows[i].flags & WARMED;
