@@ -17,6 +17,8 @@ use bumpalo::Bump;
 use rayon::prelude::*;
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// One parsed transcript file with its tree.
 #[derive(Debug)]
@@ -421,6 +423,41 @@ where
     stream_groups(disc, run, size, work, only_done(sink), BATCH)
 }
 
+/// How many sessions the consumer of [`stream_groups`] has taken, which
+/// workers wait on (`Condvar`), and how many wait: a change wakes them only
+/// when some do (a wake is a system call; it was one per session).
+#[derive(Default)]
+struct Consumed {
+    done: Mutex<usize>,
+    changed: Condvar,
+    waiting: AtomicUsize,
+}
+
+impl Consumed {
+    fn lock(&self) -> MutexGuard<'_, usize> {
+        self.done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wait for a change (the count of waiters kept under the lock).
+    fn wait<'g>(&self, done: MutexGuard<'g, usize>) -> MutexGuard<'g, usize> {
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let done = self.changed.wait(done).unwrap_or_else(|e| e.into_inner());
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        done
+    }
+
+    /// `f` under the lock, then the waiters woken, if any.
+    fn update(&self, f: impl FnOnce(&mut usize)) {
+        let mut done = self.lock();
+        f(&mut done);
+        let wake = self.waiting.load(Ordering::Relaxed) > 0;
+        drop(done);
+        if wake {
+            self.changed.notify_all();
+        }
+    }
+}
+
 /// The engine of [`stream_sessions`]: `work` on every group, results to
 /// `sink` in group order; each worker sends its results `batch` at a time
 /// (and what it holds before it waits on the window, and at its end).
@@ -436,8 +473,8 @@ where
     R: Send,
     S: FnMut(Part<'_, R>) -> std::io::Result<()>,
 {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    use std::sync::{Condvar, Mutex, mpsc};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::mpsc;
     let threads = run.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads()).max(1);
     let window = threads * WINDOW_PER_THREAD;
     let groups = &disc.groups;
@@ -448,12 +485,7 @@ where
     let early_parts = AtomicUsize::new(0);
     let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let spare = &spare;
-    let written = (Mutex::new(0usize), Condvar::new());
-    // Workers waiting on `written` (changed under its lock): the consumer
-    // wakes them only when there are some (a wake is a system call, and
-    // it was one per session).
-    let waiting = AtomicUsize::new(0);
-    let waiting = &waiting;
+    let written = Consumed::default();
     let mut result: std::io::Result<()> = Ok(());
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(usize, Msg<R>)>();
@@ -461,14 +493,12 @@ where
         let early_parts = &early_parts;
         scope.spawn(move || {
             let send_early = |i: usize, piece: Piece<R>| -> Result<(), Piece<R>> {
-                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                let mut done = written.lock();
                 if *done != i {
                     return Err(piece);
                 }
                 while early_parts.load(Ordering::Relaxed) > 0 && !stop.load(Ordering::Relaxed) {
-                    waiting.fetch_add(1, Ordering::Relaxed);
-                    done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
-                    waiting.fetch_sub(1, Ordering::Relaxed);
+                    done = written.wait(done);
                 }
                 drop(done);
                 if stop.load(Ordering::Relaxed) {
@@ -480,7 +510,7 @@ where
                 Ok(())
             };
             let send_early = &send_early;
-            let is_next = |i: usize| *written.0.lock().unwrap_or_else(|e| e.into_inner()) == i;
+            let is_next = |i: usize| *written.lock() == i;
             let is_next = &is_next;
             let buffer = |room: usize| {
                 let mut b = spare.lock().unwrap_or_else(|e| e.into_inner()).pop().unwrap_or_default();
@@ -505,19 +535,17 @@ where
                             && (i >= done + window || pending_bytes.load(Ordering::Relaxed) > PENDING_BYTES)
                             && !stop.load(Ordering::Relaxed)
                     };
-                    let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut done = written.lock();
                     if blocked(*done) && !held.is_empty() {
                         // What it holds may be what the consumer waits for.
                         drop(done);
                         if !flush(&mut held) {
                             return;
                         }
-                        done = written.0.lock().unwrap_or_else(|e| e.into_inner());
+                        done = written.lock();
                     }
                     while blocked(*done) {
-                        waiting.fetch_add(1, Ordering::Relaxed);
-                        done = written.1.wait(done).unwrap_or_else(|e| e.into_inner());
-                        waiting.fetch_sub(1, Ordering::Relaxed);
+                        done = written.wait(done);
                     }
                     drop(done);
                     let out = work(&groups[i], &Early { index: i, send: send_early, next: is_next, buffer });
@@ -583,13 +611,9 @@ where
                     }
                     // Under the lock a waiting worker checks it with: its
                     // wakeup cannot be lost between its check and its wait.
-                    let done = written.0.lock().unwrap_or_else(|e| e.into_inner());
-                    early_parts.fetch_sub(1, Ordering::Relaxed);
-                    let wake = waiting.load(Ordering::Relaxed) > 0;
-                    drop(done);
-                    if wake {
-                        written.1.notify_all();
-                    }
+                    written.update(|_| {
+                        early_parts.fetch_sub(1, Ordering::Relaxed);
+                    });
                     continue;
                 }
                 Msg::Done(out) => out,
@@ -604,13 +628,7 @@ where
                         stop.store(true, Ordering::Relaxed);
                     }
                 }
-                let mut done = written.0.lock().unwrap_or_else(|e| e.into_inner());
-                *done = expect;
-                let wake = waiting.load(Ordering::Relaxed) > 0;
-                drop(done);
-                if wake {
-                    written.1.notify_all();
-                }
+                written.update(|done| *done = expect);
             }
         }
     });
