@@ -71,8 +71,7 @@ fn open_regular(path: &Path, opts: &SourceOptions) -> io::Result<(File, u64, boo
     let file = open_nonblocking(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
-        let what = super::discover::file_type_name(&meta.file_type());
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
+        return Err(not_regular(&meta.file_type()));
     }
     let live = meta
         .modified()
@@ -80,6 +79,12 @@ fn open_regular(path: &Path, opts: &SourceOptions) -> io::Result<(File, u64, boo
         .and_then(|m| SystemTime::now().duration_since(m).ok())
         .is_none_or(|age| age < opts.live_window);
     Ok((file, meta.len(), opts.no_mmap || live))
+}
+
+/// The error of a transcript that is not a regular file.
+fn not_regular(ft: &std::fs::FileType) -> io::Error {
+    let what = super::discover::file_type_name(ft);
+    io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})"))
 }
 
 /// `path` opened for reading without blocking: opening a FIFO for reading
@@ -97,8 +102,7 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 fn open_nonblocking(path: &Path) -> io::Result<File> {
     let ft = std::fs::metadata(path)?.file_type();
     if !ft.is_file() {
-        let what = super::discover::file_type_name(&ft);
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("not a regular file ({what})")));
+        return Err(not_regular(&ft));
     }
     File::open(path)
 }
