@@ -112,27 +112,30 @@ pub fn utc_day(ts: &str) -> Option<String> {
 /// `ms` since the epoch as `2026-08-21T10:00:00Z`, or with `frac`
 /// `2026-08-21T10:00:00.000Z`.
 pub fn format_rfc3339_ms(ms: i64, frac: bool) -> String {
-    let (days, rem) = (ms.div_euclid(DAY_MS), ms.rem_euclid(DAY_MS));
-    let (y, m, d) = civil_from_days(days);
-    let secs = rem / 1000;
-    let (h, mi, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    let [y, m, d, h, mi, s, milli] = utc_fields(ms);
     if frac {
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z", rem % 1000)
+        format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{milli:03}Z")
     } else {
         format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
     }
 }
 
+/// Year, month, day, hour, minute, second and millisecond (UTC) of `ms`
+/// since the epoch.
+fn utc_fields(ms: i64) -> [i64; 7] {
+    let (days, rem) = (ms.div_euclid(DAY_MS), ms.rem_euclid(DAY_MS));
+    let (y, m, d) = civil_from_days(days);
+    let secs = rem / 1000;
+    [y, i64::from(m), i64::from(d), secs / 3600, secs % 3600 / 60, secs % 60, rem % 1000]
+}
+
 /// Whether `text` is [`format_rfc3339_ms`]`(ms, true)`, without making
 /// that string (asked of every usage line a transcript has).
 pub fn is_rfc3339_ms_text(ms: i64, text: &str) -> bool {
-    let (days, rem) = (ms.div_euclid(DAY_MS), ms.rem_euclid(DAY_MS));
-    let (y, m, d) = civil_from_days(days);
+    let [y, m, d, h, mi, s, milli] = utc_fields(ms);
     if !(0..=9999).contains(&y) {
         return format_rfc3339_ms(ms, true) == text;
     }
-    let secs = rem / 1000;
-    let (h, mi, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
     let mut b = *b"0000-00-00T00:00:00.000Z";
     let mut put = |at: usize, width: usize, v: i64| {
         let mut v = v;
@@ -142,12 +145,12 @@ pub fn is_rfc3339_ms_text(ms: i64, text: &str) -> bool {
         }
     };
     put(0, 4, y);
-    put(5, 2, i64::from(m));
-    put(8, 2, i64::from(d));
+    put(5, 2, m);
+    put(8, 2, d);
     put(11, 2, h);
     put(14, 2, mi);
     put(17, 2, s);
-    put(20, 3, rem % 1000);
+    put(20, 3, milli);
     text.as_bytes() == b
 }
 
