@@ -20,6 +20,7 @@
 use super::lines;
 use super::{ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
 use crate::diag::{DiagKind, Diagnostic};
+use crate::json::skim::{self, Member};
 use crate::json::tape::TapeValue;
 use crate::json::{Json, KeyCache, LineParser};
 use crate::model::entry::{Entry, EntryKind, Usage, type_entry};
@@ -175,9 +176,7 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut KnownTypes, nee
     }
     let str_of = |i: usize| f[i].and_then(|v| v.as_str());
     let Some(type_name) = str_of(TYPE) else { return Lean::MissingType };
-    let unknown = is_unknown_type(known, type_name).then(|| type_name.to_string());
     let copy = |s: Option<&str>| s.map(|s| &*bump.alloc_str(s));
-    let link = str_of(UUID).map(|u| (&*bump.alloc_str(u), copy(str_of(PARENT)), copy(str_of(LOGICAL_PARENT))));
     let usage = if type_name == "assistant" {
         let msg = f[MESSAGE];
         let usage = msg.and_then(|m| m.get("usage")).filter(TapeValue::is_object);
@@ -209,9 +208,51 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut KnownTypes, nee
     } else {
         None
     };
+    let envelope = [str_of(UUID), str_of(PARENT), str_of(LOGICAL_PARENT), str_of(SESSION_ID)];
+    entry(bump, known, need_sid, type_name, envelope, usage)
+}
+
+/// The root members [`skimmed`] reads: the first of [`ROOT_KEYS`], at the
+/// same indices.
+const SKIM_KEYS: [&str; 5] = ["type", "uuid", "parentUuid", "logicalParentUuid", "sessionId"];
+const _: () = assert!(TYPE < 5 && UUID < 5 && PARENT < 5 && LOGICAL_PARENT < 5 && SESSION_ID < 5);
+
+/// What [`lean`] makes of a line that is not an assistant's, read with the
+/// skim ([`skim::root_members`]) instead of the tape: `None` when the skim
+/// is not sure of the line, or it is an assistant's (whose usage is read
+/// from the tape).
+fn skimmed<'a>(bump: &'a Bump, line: &[u8], known: &mut KnownTypes, need_sid: bool) -> Option<Lean<'a>> {
+    let f = skim::root_members(line, &SKIM_KEYS)?;
+    let str_of = |i: usize| match f[i] {
+        Member::Str(s) => Some(s),
+        Member::Absent | Member::Other => None,
+    };
+    let Some(type_name) = str_of(TYPE) else { return Some(Lean::MissingType) };
+    if type_name == "assistant" {
+        return None;
+    }
+    let envelope = [str_of(UUID), str_of(PARENT), str_of(LOGICAL_PARENT), str_of(SESSION_ID)];
+    Some(entry(bump, known, need_sid, type_name, envelope, None))
+}
+
+/// The entry of a line of type `type_name` with the root strings `uuid`,
+/// `parentUuid`, `logicalParentUuid` and `sessionId` (`envelope`) and its
+/// usage line; strings kept are copied into `bump`.
+fn entry<'a>(
+    bump: &'a Bump,
+    known: &mut KnownTypes,
+    need_sid: bool,
+    type_name: &str,
+    envelope: [Option<&str>; 4],
+    usage: Option<UsageLine<'a>>,
+) -> Lean<'a> {
+    let [uuid, parent, logical_parent, session_id] = envelope;
+    let unknown = is_unknown_type(known, type_name).then(|| type_name.to_string());
+    let copy = |s: Option<&str>| s.map(|s| &*bump.alloc_str(s));
+    let link = uuid.map(|u| (&*bump.alloc_str(u), copy(parent), copy(logical_parent)));
     let session_id = match &usage {
         Some(u) => u.session_id,
-        None if need_sid => copy(str_of(SESSION_ID)),
+        None if need_sid => copy(session_id),
         None => None,
     };
     Lean::Entry { unknown, link, session_id, usage }
@@ -219,6 +260,13 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut KnownTypes, nee
 
 /// Type names and whether [`type_entry`] leaves them unknown.
 type KnownTypes = Vec<(Box<str>, bool)>;
+
+/// The finder of a literal `"type":"assistant"`.
+fn assistant_type() -> &'static memchr::memmem::Finder<'static> {
+    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""type":"assistant""#));
+    &FINDER
+}
 
 thread_local! {
     static SCANNER: RefCell<(LineParser, KnownTypes)> = RefCell::new((LineParser::new(), Vec::new()));
@@ -253,7 +301,16 @@ fn scan_with<'a>(
             continue;
         }
         let need_sid = out.session_id.is_none();
-        let got = parser.with_tape(line.bytes, |root| lean(bump, root, known, need_sid));
+        // Most lines are not an assistant's: the skim reads them without a
+        // tape. A literal `"type":"assistant"` (quotes in a string are
+        // escaped) marks the lines that likely are; those, and every line
+        // the skim is not sure of, are read from the tape.
+        let skim =
+            if assistant_type().find(line.bytes).is_none() { skimmed(bump, line.bytes, known, need_sid) } else { None };
+        let got = match skim {
+            Some(lean) => Some(lean),
+            None => parser.with_tape(line.bytes, |root| lean(bump, root, known, need_sid)),
+        };
         let (link, session_id, usage) = match got {
             Some(Lean::NotAnObject(v)) => {
                 out.bad_lines += 1;

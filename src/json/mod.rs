@@ -14,6 +14,7 @@
 
 pub mod diff;
 mod numbers;
+pub mod skim;
 pub mod tape;
 pub mod writer;
 

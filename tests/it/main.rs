@@ -38,6 +38,7 @@ mod shape_agents;
 mod shape_mcp;
 mod shape_sessions;
 mod shard;
+mod skim;
 mod stats;
 mod system_side;
 mod user_reads;
