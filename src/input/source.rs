@@ -112,23 +112,41 @@ fn open_nonblocking(path: &Path) -> io::Result<File> {
 pub const READ_BELOW: u64 = 8 << 20;
 
 /// The bytes of `path` handed to `f`, by the rules of [`load`], except that
-/// a stable file under [`READ_BELOW`] is read into `buf` (cleared first;
-/// its allocation is kept for the next file) instead of mapped.
+/// a stable file under [`READ_BELOW`] is read into `buf` instead of mapped.
+/// `buf` is a scratch buffer kept for the next file: it is grown (and
+/// zeroed) only when a file is longer than it, and the file is read into
+/// its start, with one read for the whole file (reading to the end of a
+/// `Vec` grows the reads from 8 KiB, a read per doubling). What lies in it
+/// past the file is the earlier files' and is not handed to `f`.
 pub fn with_bytes<R>(
     path: &Path,
     opts: &SourceOptions,
     buf: &mut Vec<u8>,
     f: impl FnOnce(&[u8]) -> R,
 ) -> io::Result<R> {
-    let (file, len, read) = open_regular(path, opts)?;
+    let (mut file, len, read) = open_regular(path, opts)?;
     if len == 0 {
         return Ok(f(&[]));
     }
     if read || len < READ_BELOW {
-        buf.clear();
-        file.take(len).read_to_end(buf)?;
-        let out = f(buf);
-        if buf.capacity() as u64 > 2 * READ_BELOW {
+        let want =
+            usize::try_from(len).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to read"))?;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        // At most the size seen at open: a file that grew is cut there, one
+        // that shrank gives fewer bytes.
+        let mut n = 0;
+        while n < want {
+            match file.read(&mut buf[n..want]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let out = f(&buf[..n]);
+        if buf.len() as u64 > 2 * READ_BELOW {
             // A large live file: not kept for the next one.
             *buf = Vec::new();
         }
@@ -263,7 +281,8 @@ mod tests {
     }
 
     /// `with_bytes` gives what `load` gives, small files read into the
-    /// reused buffer (which holds no byte of an earlier, longer file).
+    /// reused buffer (what it hands on holds no byte of an earlier, longer
+    /// file; the buffer keeps the longest file's length).
     #[test]
     fn with_bytes_reads_small_files_into_the_buffer() {
         let dir = tempfile::tempdir().unwrap();
@@ -277,7 +296,7 @@ mod tests {
             let got = with_bytes(p, &stable, &mut buf, <[u8]>::to_vec).unwrap();
             assert_eq!(got, &*load(p, &stable).unwrap());
         }
-        assert_eq!(buf, b"{}\n");
+        assert_eq!(buf.len(), b"{\"type\":\"user\",\"x\":1}\n".len());
         let err = with_bytes(&dir.path().join("nope.jsonl"), &stable, &mut buf, |_| ()).err().unwrap();
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(with_bytes(dir.path(), &stable, &mut buf, |_| ()).is_err());
