@@ -142,7 +142,9 @@ pub fn default_roots() -> Vec<PathBuf> {
 /// Find every transcript under `paths` and group them into sessions.
 pub fn discover(paths: &[PathBuf]) -> Discovery {
     let mut out = Discovery::default();
-    let mut found: Vec<PathBuf> = Vec::new();
+    // Each file found, and whether a walk found it (its directory listed).
+    let mut found: Vec<(PathBuf, bool)> = Vec::new();
+    let mut metas = rustc_hash::FxHashSet::default();
     for root in paths {
         match std::fs::metadata(root) {
             Err(e) => out.diagnostics.push(Diagnostic::new(
@@ -151,50 +153,123 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
                 if e.kind() == std::io::ErrorKind::NotFound { DiagKind::NotFound } else { DiagKind::Io },
                 format!("cannot read path: {e}"),
             )),
-            Ok(m) if m.is_dir() => walk(root, &mut found, &mut out.diagnostics),
-            Ok(m) if m.is_file() => found.push(root.clone()),
+            Ok(m) if m.is_dir() => {
+                let walked = walk(root);
+                found.extend(walked.files.into_iter().map(|f| (f, true)));
+                metas.extend(walked.metas);
+                out.diagnostics.extend(walked.diagnostics);
+            }
+            Ok(m) if m.is_file() => found.push((root.clone(), false)),
             Ok(m) => out.diagnostics.push(not_regular(root, &m.file_type())),
         }
     }
-    found.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
-    found.dedup();
-    // A stat or two per file (its size, a subagent's sidecar): on the
-    // threads of the pool it runs in (`RunOptions::install`), as the
-    // agent files' heads in `group`.
+    // Stable: of a path both named and walked, the first stays.
+    found.sort_by(|a, b| a.0.as_os_str().as_encoded_bytes().cmp(b.0.as_os_str().as_encoded_bytes()));
+    found.dedup_by(|a, b| a.0 == b.0);
+    // A stat per file (its size), on the threads of the pool it runs in
+    // (`RunOptions::install`), as the agent files' heads in `group`.
     use rayon::prelude::*;
-    out.files = found.into_par_iter().map(classify).collect();
+    out.files = found.into_par_iter().map(|(path, walked)| classify(path, walked.then_some(&metas))).collect();
     out.groups = group(&out.files);
     out
 }
 
-fn walk(root: &Path, found: &mut Vec<PathBuf>, diags: &mut Vec<Diagnostic>) {
-    for entry in walkdir::WalkDir::new(root).follow_links(false) {
-        let entry = match entry {
-            Ok(e) => e,
-            Err(e) => {
-                let path = e.path().map(|p| p.to_string_lossy().into_owned());
-                diags.push(Diagnostic::new(
-                    path.unwrap_or_else(|| root.to_string_lossy().into_owned()),
-                    0,
-                    DiagKind::Io,
-                    format!("cannot walk: {e}"),
-                ));
-                continue;
+/// What a walk found: the transcripts, the `agent-*.meta.json` sidecars
+/// (files, or links to files) and the walk's problems, in walk order.
+#[derive(Default)]
+struct Walked {
+    files: Vec<PathBuf>,
+    metas: Vec<PathBuf>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl Walked {
+    fn append(&mut self, other: Walked) {
+        self.files.extend(other.files);
+        self.metas.extend(other.metas);
+        self.diagnostics.extend(other.diagnostics);
+    }
+}
+
+/// Walk `root`: its own entries here, each directory in it on the pool (a
+/// projects root holds a directory per project), the results in the order
+/// of one walk.
+fn walk(root: &Path) -> Walked {
+    enum Top {
+        Done(Walked),
+        Dir(PathBuf),
+    }
+    let mut top: Vec<Top> = Vec::new();
+    for entry in walkdir::WalkDir::new(root).follow_links(false).max_depth(1) {
+        match entry {
+            Ok(e) if e.depth() == 1 && e.file_type().is_dir() => top.push(Top::Dir(e.into_path())),
+            entry => {
+                let mut w = Walked::default();
+                visit(root, entry, &mut w);
+                top.push(Top::Done(w));
             }
-        };
-        let ft = entry.file_type();
-        if !is_transcript_name(entry.path()) {
-            continue;
-        }
-        // A link is judged by what it names (`stat`).
-        let target =
-            if ft.is_symlink() { std::fs::metadata(entry.path()).ok().map(|m| m.file_type()) } else { Some(ft) };
-        match target {
-            Some(t) if t.is_file() => found.push(entry.into_path()),
-            Some(t) if !t.is_dir() => diags.push(not_regular(entry.path(), &t)),
-            _ => {}
         }
     }
+    use rayon::prelude::*;
+    let parts: Vec<Walked> = top
+        .into_par_iter()
+        .map(|t| match t {
+            Top::Done(w) => w,
+            Top::Dir(dir) => {
+                let mut w = Walked::default();
+                for entry in walkdir::WalkDir::new(&dir).follow_links(false) {
+                    visit(root, entry, &mut w);
+                }
+                w
+            }
+        })
+        .collect();
+    let mut all = Walked::default();
+    for w in parts {
+        all.append(w);
+    }
+    all
+}
+
+/// One entry of a walk of `root`.
+fn visit(root: &Path, entry: walkdir::Result<walkdir::DirEntry>, w: &mut Walked) {
+    let entry = match entry {
+        Ok(e) => e,
+        Err(e) => {
+            let path = e.path().map(|p| p.to_string_lossy().into_owned());
+            w.diagnostics.push(Diagnostic::new(
+                path.unwrap_or_else(|| root.to_string_lossy().into_owned()),
+                0,
+                DiagKind::Io,
+                format!("cannot walk: {e}"),
+            ));
+            return;
+        }
+    };
+    let ft = entry.file_type();
+    // A link is judged by what it names (`stat`).
+    let target = |entry: &walkdir::DirEntry| {
+        if ft.is_symlink() { std::fs::metadata(entry.path()).ok().map(|m| m.file_type()) } else { Some(ft) }
+    };
+    if is_meta_name(entry.path()) {
+        if target(&entry).is_some_and(|t| t.is_file()) {
+            w.metas.push(entry.into_path());
+        }
+        return;
+    }
+    if !is_transcript_name(entry.path()) {
+        return;
+    }
+    match target(&entry) {
+        Some(t) if t.is_file() => w.files.push(entry.into_path()),
+        Some(t) if !t.is_dir() => w.diagnostics.push(not_regular(entry.path(), &t)),
+        _ => {}
+    }
+}
+
+/// `agent-<id>.meta.json`, a subagent's sidecar.
+fn is_meta_name(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("agent-") && n.ends_with(".meta.json"))
 }
 
 /// The diagnostic of a path that is neither a regular file nor a directory
@@ -245,13 +320,20 @@ fn is_transcript_name(path: &Path) -> bool {
     true
 }
 
-fn classify(path: PathBuf) -> TranscriptFile {
+/// A found file, its size and kind. A subagent's sidecar is looked up in
+/// `metas`, the sidecars a walk listed, when the walk found the file (it
+/// listed the file's directory), or else asked of the file system.
+fn classify(path: PathBuf, metas: Option<&rustc_hash::FxHashSet<PathBuf>>) -> TranscriptFile {
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let kind = match name.strip_prefix("agent-").and_then(|n| n.strip_suffix(".jsonl")) {
         Some(id) => {
             let meta = path.with_file_name(format!("agent-{id}.meta.json"));
-            FileKind::Subagent { agent_id: id.to_string(), meta: meta.is_file().then_some(meta) }
+            let present = match metas {
+                Some(metas) => metas.contains(&meta),
+                None => meta.is_file(),
+            };
+            FileKind::Subagent { agent_id: id.to_string(), meta: present.then_some(meta) }
         }
         None => FileKind::Session,
     };
@@ -284,8 +366,11 @@ fn session_key(file: &TranscriptFile) -> Option<(PathBuf, String)> {
 /// first 64 KiB only (the 2.0.x agent files' lines are short). Read
 /// [`HEAD_FIRST`] bytes at a time: the first line nearly always has it, and
 /// discovery asks this of every loose agent file (2,318 of the 7,258 files
-/// of the public corpus ×38) before any reading starts.
-pub(crate) fn head_session_id(path: &Path) -> Option<String> {
+/// of the public corpus ×38) before any reading starts. `size`, the size
+/// discovery saw, saves the read that would find the end: a read that
+/// stops short at that size is taken as the end (one that stops short
+/// before it reads on, to the end).
+pub(crate) fn head_session_id(path: &Path, size: Option<u64>) -> Option<String> {
     use std::io::Read;
     const HEAD: u64 = 64 * 1024;
     let mut file = std::fs::File::open(path).ok()?;
@@ -294,7 +379,23 @@ pub(crate) fn head_session_id(path: &Path) -> Option<String> {
     let mut searched = 0;
     loop {
         let want = (head.len() as u64 + HEAD_FIRST as u64).min(HEAD) - head.len() as u64;
-        let got = (&mut file).take(want).read_to_end(&mut head).ok()?;
+        let start = head.len();
+        head.resize(start + want as usize, 0);
+        let mut got = 0;
+        while start + got < head.len() {
+            match file.read(&mut head[start + got..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    got += n;
+                    if size.is_some_and(|s| (start + got) as u64 >= s) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        head.truncate(start + got);
         at_end |= (got as u64) < want || head.len() as u64 >= HEAD;
         // Whole lines only, but at the end (where the last is what 64 KiB
         // held of it, as before).
@@ -332,7 +433,7 @@ fn group(files: &[TranscriptFile]) -> Vec<SessionGroup> {
     let heads: Vec<Option<String>> = loose
         .par_iter()
         .map(|g| match g.subagents[..] {
-            [i] if g.main.is_none() => head_session_id(&files[i].path),
+            [i] if g.main.is_none() => head_session_id(&files[i].path, Some(files[i].size)),
             _ => None,
         })
         .collect();
@@ -366,7 +467,10 @@ mod tests {
 
     /// The session id read [`HEAD_FIRST`] bytes at a time is the one of the
     /// first 64 KiB read whole: a first line longer than a chunk, the id on
-    /// a later line, a line cut at 64 KiB, no newline at the end, no id.
+    /// a later line, a line cut at 64 KiB, no newline at the end, no id,
+    /// two ids in a line (serde_json's map keeps the last), an escape, a
+    /// number out of range for 64 bits, spaces and a carriage return; with
+    /// the size discovery saw, a larger one and a smaller one.
     #[test]
     fn the_head_session_id_read_in_chunks_is_the_one_of_64_kib() {
         fn whole(path: &Path) -> Option<String> {
@@ -390,15 +494,22 @@ mod tests {
             (format!("{}\n", long(100)), None),
             (String::new(), None),
             (format!("not json\n\n{}\n", id("g")), Some("g")),
+            ("{\"sessionId\":\"j1\",\"sessionId\":\"j2\"}\n".to_string(), Some("j2")),
+            ("{\"sessionId\":\"k\\u0031\"}\n".to_string(), Some("k1")),
+            ("{\"n\":123456789012345678901234567890,\"sessionId\":\"l\"}\n".to_string(), Some("l")),
+            ("{\"sessionId\":7}\n{ \"sessionId\" : \"m\" }\r\n".to_string(), Some("m")),
         ];
         let dir = tempfile::tempdir().unwrap();
         for (i, (text, want)) in cases.iter().enumerate() {
             let path = dir.path().join(format!("agent-{i}.jsonl"));
             std::fs::write(&path, text).unwrap();
-            assert_eq!(head_session_id(&path).as_deref(), *want, "case {i}");
-            assert_eq!(head_session_id(&path), whole(&path), "case {i}");
+            let size = std::fs::metadata(&path).unwrap().len();
+            for hint in [None, Some(size), Some(size + 1), Some(size / 2)] {
+                assert_eq!(head_session_id(&path, hint).as_deref(), *want, "case {i}, size {hint:?}");
+            }
+            assert_eq!(head_session_id(&path, None), whole(&path), "case {i}");
         }
-        assert_eq!(head_session_id(&dir.path().join("missing.jsonl")), None);
+        assert_eq!(head_session_id(&dir.path().join("missing.jsonl"), None), None);
     }
 
     #[test]

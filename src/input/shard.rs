@@ -117,7 +117,9 @@ pub fn group_key(disc: &Discovery, group: &SessionGroup, roots: &[PathBuf], by: 
                 return name(dir);
             }
             match &first.kind {
-                FileKind::Subagent { .. } => head_session_id(&first.path).unwrap_or_else(|| stem(&first.path)),
+                FileKind::Subagent { .. } => {
+                    head_session_id(&first.path, Some(first.size)).unwrap_or_else(|| stem(&first.path))
+                }
                 FileKind::Session => session_of(&first.path),
             }
         }
@@ -147,7 +149,7 @@ pub fn keep_shard(disc: &mut Discovery, roots: &[PathBuf], shard: Shard, by: Sha
 /// first lines (a renamed copy goes where its session goes), else its name.
 fn session_of(path: &Path) -> String {
     let s = stem(path);
-    if is_uuid(&s) { s } else { head_session_id(path).unwrap_or(s) }
+    if is_uuid(&s) { s } else { head_session_id(path, None).unwrap_or(s) }
 }
 
 /// `8-4-4-4-12` hex digits.
