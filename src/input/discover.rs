@@ -142,8 +142,9 @@ pub fn default_roots() -> Vec<PathBuf> {
 /// Find every transcript under `paths` and group them into sessions.
 pub fn discover(paths: &[PathBuf]) -> Discovery {
     let mut out = Discovery::default();
-    // Each file found, and whether a walk found it (its directory listed).
-    let mut found: Vec<(PathBuf, bool)> = Vec::new();
+    // Each file found, and whether a walk found it (its directory listed)
+    // with its size, if read.
+    let mut found: Vec<(PathBuf, Option<Option<u64>>)> = Vec::new();
     let mut metas = rustc_hash::FxHashSet::default();
     for root in paths {
         match std::fs::metadata(root) {
@@ -155,30 +156,32 @@ pub fn discover(paths: &[PathBuf]) -> Discovery {
             )),
             Ok(m) if m.is_dir() => {
                 let walked = walk(root);
-                found.extend(walked.files.into_iter().map(|f| (f, true)));
+                found.extend(walked.files.into_iter().map(|(f, size)| (f, Some(size))));
                 metas.extend(walked.metas);
                 out.diagnostics.extend(walked.diagnostics);
             }
-            Ok(m) if m.is_file() => found.push((root.clone(), false)),
+            Ok(m) if m.is_file() => found.push((root.clone(), None)),
             Ok(m) => out.diagnostics.push(not_regular(root, &m.file_type())),
         }
     }
     // Stable: of a path both named and walked, the first stays.
     found.sort_by(|a, b| a.0.as_os_str().as_encoded_bytes().cmp(b.0.as_os_str().as_encoded_bytes()));
     found.dedup_by(|a, b| a.0 == b.0);
-    // A stat per file (its size), on the threads of the pool it runs in
-    // (`RunOptions::install`), as the agent files' heads in `group`.
+    // A stat per file the walk did not size, on the threads of the pool it
+    // runs in (`RunOptions::install`), as the agent files' heads in `group`.
     use rayon::prelude::*;
-    out.files = found.into_par_iter().map(|(path, walked)| classify(path, walked.then_some(&metas))).collect();
+    out.files = found.into_par_iter().map(|(path, walked)| classify(path, walked.map(|size| (size, &metas)))).collect();
     out.groups = group(&out.files);
     out
 }
 
 /// What a walk found: the transcripts, the `agent-*.meta.json` sidecars
-/// (files, or links to files) and the walk's problems, in walk order.
+/// (files, or links to files) and the walk's problems, in walk order
+/// (depth first, each directory's entries in the order it lists them).
 #[derive(Default)]
 struct Walked {
-    files: Vec<PathBuf>,
+    /// With their sizes, when the walk read them.
+    files: Vec<(PathBuf, Option<u64>)>,
     metas: Vec<PathBuf>,
     diagnostics: Vec<Diagnostic>,
 }
@@ -199,29 +202,29 @@ fn walk(root: &Path) -> Walked {
         Done(Walked),
         Dir(PathBuf),
     }
-    let mut top: Vec<Top> = Vec::new();
-    for entry in walkdir::WalkDir::new(root).follow_links(false).max_depth(1) {
-        match entry {
-            Ok(e) if e.depth() == 1 && e.file_type().is_dir() => top.push(Top::Dir(e.into_path())),
+    // The root's entries listed here, each directory in it walked on the
+    // pool.
+    let listing = match list(root) {
+        Ok(listing) => listing,
+        Err(e) => return Walked { diagnostics: vec![e], ..Walked::default() },
+    };
+    let top: Vec<Top> = listing
+        .into_iter()
+        .map(|entry| match entry {
+            Ok(e) if e.ft.is_dir() => Top::Dir(e.path),
             entry => {
                 let mut w = Walked::default();
-                visit(root, entry, &mut w);
-                top.push(Top::Done(w));
+                visit(entry, &mut w);
+                Top::Done(w)
             }
-        }
-    }
+        })
+        .collect();
     use rayon::prelude::*;
     let parts: Vec<Walked> = top
         .into_par_iter()
         .map(|t| match t {
             Top::Done(w) => w,
-            Top::Dir(dir) => {
-                let mut w = Walked::default();
-                for entry in walkdir::WalkDir::new(&dir).follow_links(false) {
-                    visit(root, entry, &mut w);
-                }
-                w
-            }
+            Top::Dir(dir) => walk_dir(&dir),
         })
         .collect();
     let mut all = Walked::default();
@@ -231,38 +234,98 @@ fn walk(root: &Path) -> Walked {
     all
 }
 
-/// One entry of a walk of `root`.
-fn visit(root: &Path, entry: walkdir::Result<walkdir::DirEntry>, w: &mut Walked) {
-    let entry = match entry {
-        Ok(e) => e,
+/// One entry of a directory's listing.
+struct Listed {
+    path: PathBuf,
+    /// A link's own type.
+    ft: std::fs::FileType,
+    /// A regular transcript file's size, asked of the directory (a stat
+    /// relative to it, not a lookup of the whole path).
+    size: Option<u64>,
+}
+
+/// The entries of `dir` in the order it lists them (each unreadable one a
+/// diagnostic in its place), or the diagnostic of a directory that cannot
+/// be read.
+fn list(dir: &Path) -> Result<Vec<Result<Listed, Diagnostic>>, Diagnostic> {
+    let listing = std::fs::read_dir(dir).map_err(|e| walk_error(dir, &e))?;
+    Ok(listing
+        .map(|entry| {
+            let entry = entry.map_err(|e| walk_error(dir, &e))?;
+            let path = entry.path();
+            let ft = entry.file_type().map_err(|e| walk_error(&path, &e))?;
+            let size =
+                (ft.is_file() && is_transcript_name(&path)).then(|| entry.metadata().ok().map(|m| m.len())).flatten();
+            Ok(Listed { path, ft, size })
+        })
+        .collect())
+}
+
+/// Walk `dir` and all under it, depth first (links to directories are not
+/// followed), without holding a directory open while walking another.
+fn walk_dir(dir: &Path) -> Walked {
+    let mut w = Walked::default();
+    let mut stack = match list(dir) {
+        Ok(listing) => vec![listing.into_iter()],
         Err(e) => {
-            let path = e.path().map(|p| p.to_string_lossy().into_owned());
-            w.diagnostics.push(Diagnostic::new(
-                path.unwrap_or_else(|| root.to_string_lossy().into_owned()),
-                0,
-                DiagKind::Io,
-                format!("cannot walk: {e}"),
-            ));
+            w.diagnostics.push(e);
+            return w;
+        }
+    };
+    while let Some(top) = stack.last_mut() {
+        match top.next() {
+            None => {
+                stack.pop();
+            }
+            Some(Ok(e)) if e.ft.is_dir() => match list(&e.path) {
+                Ok(listing) => stack.push(listing.into_iter()),
+                Err(d) => w.diagnostics.push(d),
+            },
+            Some(entry) => visit(entry, &mut w),
+        }
+    }
+    w
+}
+
+/// A walk's error at `path`, worded as the walk's own errors are.
+fn walk_error(path: &Path, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::new(
+        path.to_string_lossy(),
+        0,
+        DiagKind::Io,
+        format!("cannot walk: IO error for operation on {}: {e}", path.display()),
+    )
+}
+
+/// One entry of a walk: a transcript, a sidecar, a problem or nothing.
+fn visit(entry: Result<Listed, Diagnostic>, w: &mut Walked) {
+    let Listed { path, ft, size } = match entry {
+        Ok(e) => e,
+        Err(d) => {
+            w.diagnostics.push(d);
             return;
         }
     };
-    let ft = entry.file_type();
     // A link is judged by what it names (`stat`).
-    let target = |entry: &walkdir::DirEntry| {
-        if ft.is_symlink() { std::fs::metadata(entry.path()).ok().map(|m| m.file_type()) } else { Some(ft) }
+    let target = |path: &Path| {
+        if ft.is_symlink() {
+            std::fs::metadata(path).ok().map(|m| (m.file_type(), Some(m.len())))
+        } else {
+            Some((ft, size))
+        }
     };
-    if is_meta_name(entry.path()) {
-        if target(&entry).is_some_and(|t| t.is_file()) {
-            w.metas.push(entry.into_path());
+    if is_meta_name(&path) {
+        if target(&path).is_some_and(|(t, _)| t.is_file()) {
+            w.metas.push(path);
         }
         return;
     }
-    if !is_transcript_name(entry.path()) {
+    if !is_transcript_name(&path) {
         return;
     }
-    match target(&entry) {
-        Some(t) if t.is_file() => w.files.push(entry.into_path()),
-        Some(t) if !t.is_dir() => w.diagnostics.push(not_regular(entry.path(), &t)),
+    match target(&path) {
+        Some((t, size)) if t.is_file() => w.files.push((path, size)),
+        Some((t, _)) if !t.is_dir() => w.diagnostics.push(not_regular(&path, &t)),
         _ => {}
     }
 }
@@ -320,11 +383,15 @@ fn is_transcript_name(path: &Path) -> bool {
     true
 }
 
-/// A found file, its size and kind. A subagent's sidecar is looked up in
-/// `metas`, the sidecars a walk listed, when the walk found the file (it
-/// listed the file's directory), or else asked of the file system.
-fn classify(path: PathBuf, metas: Option<&rustc_hash::FxHashSet<PathBuf>>) -> TranscriptFile {
-    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+/// A found file, its size and kind. When a walk found the file (`walked`:
+/// the size it read, if it did, and the sidecars it listed), a subagent's
+/// sidecar is looked up there, else asked of the file system.
+fn classify(path: PathBuf, walked: Option<(Option<u64>, &rustc_hash::FxHashSet<PathBuf>)>) -> TranscriptFile {
+    let (size, metas) = match walked {
+        Some((size, metas)) => (size, Some(metas)),
+        None => (None, None),
+    };
+    let size = size.unwrap_or_else(|| std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let kind = match name.strip_prefix("agent-").and_then(|n| n.strip_suffix(".jsonl")) {
         Some(id) => {
@@ -542,6 +609,14 @@ mod tests {
         );
         assert!(matches!(&d.files[4].kind, FileKind::Subagent { agent_id, meta: Some(_) } if agent_id == "a1"));
         assert!(matches!(&d.files[5].kind, FileKind::Subagent { meta: None, .. }));
+        // The sizes the walk read are the files' own.
+        for f in &d.files {
+            assert_eq!(f.size, std::fs::metadata(&f.path).unwrap().len(), "{}", f.display);
+        }
+        // A file named, not walked: its sidecar asked of the file system.
+        let named = discover(&[r.join("p/s1/subagents/agent-a1.jsonl")]);
+        assert_eq!(named.files[0].kind, d.files[4].kind);
+        assert_eq!(named.files[0].size, d.files[4].size);
         assert_eq!(
             d.groups,
             vec![
