@@ -4,18 +4,25 @@
 //! A full read ([`read_file`](super::read_file)) builds every line's
 //! [`Json`] tree in the arena and types it; `cost --recorded-only` needs
 //! only the assistant lines' usage, the links of the conversation tree and
-//! the read's problems. [`scan_file`] parses each line into simd-json's tape
-//! in a reused buffer and takes those fields from the tape: the arena holds
-//! the few strings kept, nothing else.
+//! the read's problems. [`scan_file`] reads each line where it lies with
+//! the skim ([`skim::root_members_nested`]: the root's members, and
+//! `message`'s in the same pass, with no tape and no string unescaped)
+//! and takes those fields from it: the arena holds the few strings kept,
+//! nothing else. A line the skim is not sure of (it refuses every line
+//! simd-json refuses, and a few more) is parsed into simd-json's tape in a
+//! reused buffer and read from there.
 //!
 //! It reports what a full read reports, diagnostic for diagnostic: the
-//! tape parse is the full read's first attempt (a line is accepted exactly
-//! when the full read accepts it), fields are looked up as [`Json::get`]
-//! looks them up (first member of a key), a type is unknown exactly when
-//! [`type_entry`] makes it [`EntryKind::Unknown`], and a line the tape
-//! parse refuses (invalid JSON or UTF-8, a number out of range) is read by
-//! the full read's own code. The tests of `tests/it/cost_usage.rs` compare
-//! both reads on the fixtures and the corpora.
+//! skim is sure only of lines simd-json accepts, and the tape parse is the
+//! full read's first attempt (a line is accepted exactly when the full
+//! read accepts it); fields are looked up as [`Json::get`] looks them up
+//! (first member of a key), numbers read as [`Json::as_u64`] reads them, a
+//! type is unknown exactly when [`type_entry`] makes it
+//! [`EntryKind::Unknown`], and a line the tape parse refuses (invalid JSON
+//! or UTF-8, a number out of range) is read by the full read's own code.
+//! The tests of `tests/it/cost_usage.rs` compare both reads on the
+//! fixtures and the corpora; `tests/it/skim.rs` compares the skim with
+//! simd-json.
 
 use super::lines;
 use super::{ReadOptions, full_line, missing_type, not_an_object, source, too_long, unknown_type};
@@ -212,27 +219,70 @@ fn lean<'a>(bump: &'a Bump, root: TapeValue<'_, '_>, known: &mut KnownTypes, nee
     entry(bump, known, need_sid, type_name, envelope, usage)
 }
 
-/// The root members [`skimmed`] reads: the first of [`ROOT_KEYS`], at the
-/// same indices.
-const SKIM_KEYS: [&str; 5] = ["type", "uuid", "parentUuid", "logicalParentUuid", "sessionId"];
-const _: () = assert!(TYPE < 5 && UUID < 5 && PARENT < 5 && LOGICAL_PARENT < 5 && SESSION_ID < 5);
+/// The members of `message` the lean read looks at, and their indices.
+const MESSAGE_KEYS: [&str; 3] = ["id", "model", "usage"];
+const MESSAGE_ID: usize = 0;
+const MODEL: usize = 1;
+const USAGE: usize = 2;
 
-/// What [`lean`] makes of a line that is not an assistant's, read with the
-/// skim ([`skim::root_members`]) instead of the tape: `None` when the skim
-/// is not sure of the line, or it is an assistant's (whose usage is read
-/// from the tape).
+/// The members of `message.usage` the lean read looks at.
+const USAGE_KEYS: [&str; 6] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "cache_creation",
+    "service_tier",
+];
+const CACHE_CREATION: usize = 4;
+const SERVICE_TIER: usize = 5;
+
+/// What [`lean`] makes of a line, read with the skim
+/// ([`skim::root_members_nested`]) instead of the tape: `None` when the
+/// skim is not sure of the line or of a value the usage needs (a number
+/// with a sign, a fraction or an exponent).
 fn skimmed<'a>(bump: &'a Bump, line: &[u8], known: &mut KnownTypes, need_sid: bool) -> Option<Lean<'a>> {
-    let f = skim::root_members(line, &SKIM_KEYS)?;
-    let str_of = |i: usize| match f[i] {
-        Member::Str(s) => Some(s),
-        Member::Absent | Member::Other => None,
-    };
+    let (f, msg) = skim::root_members_nested(line, &ROOT_KEYS, (MESSAGE, &MESSAGE_KEYS))?;
+    let str_of = |i: usize| f[i].as_str();
     let Some(type_name) = str_of(TYPE) else { return Some(Lean::MissingType) };
-    if type_name == "assistant" {
-        return None;
-    }
+    let copy = |s: Option<&str>| s.map(|s| &*bump.alloc_str(s));
+    let usage = if type_name == "assistant" && msg[USAGE].is_object() {
+        let Member::Other(text) = msg[USAGE] else { return None };
+        let u = skim::root_members(text, &USAGE_KEYS)?;
+        let n = |i: usize| u[i].as_u64().ok();
+        let cc = u[CACHE_CREATION];
+        let (cc_5m, cc_1h) = match cc {
+            Member::Other(text) if cc.is_object() => {
+                let c = skim::root_members(text, &["ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"])?;
+                (c[0].as_u64().ok()?, c[1].as_u64().ok()?)
+            }
+            _ => (None, None),
+        };
+        Some(UsageLine {
+            line: 0,
+            session_id: copy(str_of(SESSION_ID)),
+            timestamp: copy(str_of(TIMESTAMP)),
+            agent_id: copy(str_of(AGENT_ID)),
+            is_sidechain: f[IS_SIDECHAIN].as_bool().unwrap_or(false),
+            message_id: copy(msg[MESSAGE_ID].as_str()),
+            request_id: copy(str_of(REQUEST_ID)),
+            model: copy(msg[MODEL].as_str()),
+            usage: Usage {
+                input_tokens: n(0)?.unwrap_or(0),
+                output_tokens: n(1)?.unwrap_or(0),
+                cache_creation_input_tokens: n(2)?.unwrap_or(0),
+                cache_read_input_tokens: n(3)?.unwrap_or(0),
+                cache_creation_5m: cc_5m,
+                cache_creation_1h: cc_1h,
+                service_tier: copy(u[SERVICE_TIER].as_str()),
+            },
+            cache_creation_object: cc.is_object(),
+        })
+    } else {
+        None
+    };
     let envelope = [str_of(UUID), str_of(PARENT), str_of(LOGICAL_PARENT), str_of(SESSION_ID)];
-    Some(entry(bump, known, need_sid, type_name, envelope, None))
+    Some(entry(bump, known, need_sid, type_name, envelope, usage))
 }
 
 /// The entry of a line of type `type_name` with the root strings `uuid`,
@@ -260,13 +310,6 @@ fn entry<'a>(
 
 /// Type names and whether [`type_entry`] leaves them unknown.
 type KnownTypes = Vec<(Box<str>, bool)>;
-
-/// The finder of a literal `"type":"assistant"`.
-fn assistant_type() -> &'static memchr::memmem::Finder<'static> {
-    static FINDER: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(br#""type":"assistant""#));
-    &FINDER
-}
 
 thread_local! {
     static SCANNER: RefCell<(LineParser, KnownTypes)> = RefCell::new((LineParser::new(), Vec::new()));
@@ -301,13 +344,9 @@ fn scan_with<'a>(
             continue;
         }
         let need_sid = out.session_id.is_none();
-        // Most lines are not an assistant's: the skim reads them without a
-        // tape. A literal `"type":"assistant"` (quotes in a string are
-        // escaped) marks the lines that likely are; those, and every line
-        // the skim is not sure of, are read from the tape.
-        let skim =
-            if assistant_type().find(line.bytes).is_none() { skimmed(bump, line.bytes, known, need_sid) } else { None };
-        let got = match skim {
+        // The skim reads a line without a tape; a line it is not sure of is
+        // read from the tape.
+        let got = match skimmed(bump, line.bytes, known, need_sid) {
             Some(lean) => Some(lean),
             None => parser.with_tape(line.bytes, |root| lean(bump, root, known, need_sid)),
         };

@@ -33,83 +33,81 @@ pub const MAX_DEPTH: u32 = 127;
 /// The first member of a key asked of [`root_members`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Member<'l> {
-    /// The root has no member of this key.
+    /// The object has no member of this key.
     Absent,
     /// A string (with no escapes: it is the line's own bytes).
     Str(&'l str),
-    /// Any other value.
-    Other,
+    /// Any other value, as written (a JSON text the skim has checked).
+    Other(&'l [u8]),
 }
+
+impl<'l> Member<'l> {
+    /// A non-negative integer written in digits only, as [`Json::as_u64`]
+    /// reads it; `Err` for a number written otherwise (a sign, a fraction,
+    /// an exponent: left to simd-json), `Ok(None)` for any other value.
+    ///
+    /// [`Json::as_u64`]: super::Json::as_u64
+    pub fn as_u64(&self) -> Result<Option<u64>, NotSure> {
+        match *self {
+            Member::Other(text @ [b'0'..=b'9', ..]) if text.iter().all(u8::is_ascii_digit) => {
+                // At most 18 digits ([`Skim::number`]).
+                Ok(Some(text.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0'))))
+            }
+            Member::Other([b'0'..=b'9' | b'-', ..]) => Err(NotSure),
+            _ => Ok(None),
+        }
+    }
+
+    /// A boolean; `None` for any other value.
+    pub fn as_bool(&self) -> Option<bool> {
+        match *self {
+            Member::Other(b"true") => Some(true),
+            Member::Other(b"false") => Some(false),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&'l str> {
+        match *self {
+            Member::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn is_object(&self) -> bool {
+        matches!(self, Member::Other([b'{', ..]))
+    }
+}
+
+/// A value the skim leaves to simd-json.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotSure;
 
 /// The first member of each of `keys` at the root of `line`, when the line
 /// is JSON simd-json accepts and its root an object (see the module docs
 /// for `None`).
 pub fn root_members<'l, const N: usize>(line: &'l [u8], keys: &[&str; N]) -> Option<[Member<'l>; N]> {
+    root_members_nested(line, keys, (usize::MAX, &[])).map(|(found, [])| found)
+}
+
+/// [`root_members`], and of the first member of `keys[nested.0]`, when it
+/// is an object, the first member of each of `nested.1` (all absent
+/// otherwise): read in the same pass, so a large object is not skimmed
+/// twice.
+pub fn root_members_nested<'l, const N: usize, const M: usize>(
+    line: &'l [u8],
+    keys: &[&str; N],
+    nested: (usize, &[&str; M]),
+) -> Option<([Member<'l>; N], [Member<'l>; M])> {
     // simd-json parses documents below 4 GiB only.
     if u32::try_from(line.len()).is_err() || simdutf8::basic::from_utf8(line).is_err() || has_control(line) {
         return None;
     }
-    let mut found = [Member::Absent; N];
-    let mut seen = [false; N];
     let mut s = Skim { b: line, i: 0 };
     s.space();
-    if s.peek() != Some(b'{') {
-        return None;
-    }
-    // Containers open, innermost in bit 0: 1 for an object, 0 for an
-    // array; the root object is not in it.
-    let mut stack: u128 = 0;
-    let mut depth = 0u32;
-    s.i += 1;
+    let found = s.object(keys, Some(nested))?;
     s.space();
-    if s.peek() == Some(b'}') {
-        s.i += 1;
-        s.space();
-        return (s.i == line.len()).then_some(found);
-    }
-    loop {
-        // A member of the root object.
-        let (key, escaped) = s.string()?;
-        if escaped {
-            return None;
-        }
-        s.colon()?;
-        let slot = keys.iter().position(|k| k.as_bytes() == key).filter(|&k| !seen[k]);
-        match s.peek()? {
-            b'"' => {
-                let (text, escaped) = s.string()?;
-                if let Some(k) = slot {
-                    if escaped {
-                        return None;
-                    }
-                    // Valid UTF-8 as a part of the checked line, cut at quotes.
-                    found[k] = Member::Str(std::str::from_utf8(text).ok()?);
-                }
-            }
-            _ => {
-                s.value(&mut stack, &mut depth)?;
-                if let Some(k) = slot {
-                    found[k] = Member::Other;
-                }
-            }
-        }
-        if let Some(k) = slot {
-            seen[k] = true;
-        }
-        s.space();
-        match s.peek()? {
-            b',' => {
-                s.i += 1;
-                s.space();
-            }
-            b'}' => {
-                s.i += 1;
-                s.space();
-                return (s.i == line.len()).then_some(found);
-            }
-            _ => return None,
-        }
-    }
+    (s.i == line.len()).then_some(found)
 }
 
 /// Whether any byte is below 0x20 (simd-json refuses them in strings; the
@@ -125,6 +123,70 @@ struct Skim<'l> {
 }
 
 impl<'l> Skim<'l> {
+    /// The object at `self.i`: the first member of each of `keys`, and of
+    /// `nested` as [`root_members_nested`] reads it.
+    fn object<const N: usize, const M: usize>(
+        &mut self,
+        keys: &[&str; N],
+        nested: Option<(usize, &[&str; M])>,
+    ) -> Option<([Member<'l>; N], [Member<'l>; M])> {
+        let mut found = [Member::Absent; N];
+        let mut inner = [Member::Absent; M];
+        let mut seen = [false; N];
+        (self.peek()? == b'{').then_some(())?;
+        self.i += 1;
+        self.space();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some((found, inner));
+        }
+        loop {
+            let (key, escaped) = self.string()?;
+            if escaped {
+                return None;
+            }
+            self.colon()?;
+            let slot = keys.iter().position(|k| k.as_bytes() == key).filter(|&k| !seen[k]);
+            let start = self.i;
+            let nest = nested.filter(|&(n, _)| slot == Some(n));
+            match (self.peek()?, nest) {
+                (b'"', _) => {
+                    let (text, escaped) = self.string()?;
+                    if let Some(k) = slot {
+                        if escaped {
+                            return None;
+                        }
+                        // Valid UTF-8 as a part of the checked line, cut at quotes.
+                        found[k] = Member::Str(std::str::from_utf8(text).ok()?);
+                    }
+                }
+                (b'{', Some((_, nested_keys))) => (inner, []) = self.object::<M, 0>(nested_keys, None)?,
+                _ => {
+                    let (mut stack, mut depth) = (0u128, 0u32);
+                    self.value(&mut stack, &mut depth)?;
+                }
+            }
+            if let Some(k) = slot {
+                if found[k] == Member::Absent {
+                    found[k] = Member::Other(&self.b[start..self.i]);
+                }
+                seen[k] = true;
+            }
+            self.space();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.space();
+                }
+                b'}' => {
+                    self.i += 1;
+                    return Some((found, inner));
+                }
+                _ => return None,
+            }
+        }
+    }
+
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -362,7 +424,7 @@ mod tests {
         use Member::{Absent, Other, Str};
         assert_eq!(
             members(r#"{"type":"user","x":{"uuid":"no"},"uuid":"u1","type":"assistant","n":[1,{"a":null}]}"#),
-            Some([Str("user"), Str("u1"), Other])
+            Some([Str("user"), Str("u1"), Other(br#"[1,{"a":null}]"#)])
         );
         assert_eq!(members(r#" { } "#), Some([Absent, Absent, Absent]));
         assert_eq!(
@@ -370,10 +432,47 @@ mod tests {
             None,
             "an escape in a value asked for"
         );
-        assert_eq!(members(r#"{"type":7,"z":"\u00e9\"\\\/\b\f\n\r\t"}"#), Some([Other, Absent, Absent]));
-        assert_eq!(members(r#"{"type":"t","uuid":null,"n":-0.5e+12}"#), Some([Str("t"), Other, Other]));
+        assert_eq!(members(r#"{"type":7,"z":"\u00e9\"\\\/\b\f\n\r\t"}"#), Some([Other(b"7"), Absent, Absent]));
+        assert_eq!(
+            members(r#"{"type":"t","uuid":null,"n":-0.5e+12}"#),
+            Some([Str("t"), Other(b"null"), Other(b"-0.5e+12")])
+        );
         assert_eq!(members(r#"{"ty\u0070e":"t"}"#), None, "an escaped key at the root");
         assert_eq!(members(r#"{"a":{"ty\u0070e":"t"}}"#), Some([Absent, Absent, Absent]));
+    }
+
+    #[test]
+    fn reads_one_nested_object_in_the_same_pass() {
+        use Member::{Absent, Other, Str};
+        let nested = |line: &'static str| root_members_nested(line.as_bytes(), &["m", "k"], (0, &["id", "u"]));
+        assert_eq!(
+            nested(r#"{"m":{"c":[{"id":"no"}],"id":"i1","u":{"n":1},"id":"i2"},"k":1,"m":{"id":"later"}}"#),
+            Some((
+                [Other(br#"{"c":[{"id":"no"}],"id":"i1","u":{"n":1},"id":"i2"}"#), Other(b"1")],
+                [Str("i1"), Other(br#"{"n":1}"#)]
+            ))
+        );
+        assert_eq!(nested(r#"{"m":[1],"k":"x"}"#), Some(([Other(b"[1]"), Str("x")], [Absent, Absent])));
+        assert_eq!(nested(r#"{"m":{"i\u0064":"x"}}"#), None, "an escaped key in the nested object");
+        assert_eq!(nested(r#"{"m":{"id":"a\nb"}}"#), None, "an escape in a nested value asked for");
+    }
+
+    #[test]
+    fn numbers_and_booleans_read_as_the_tree_reads_them() {
+        use Member::{Absent, Other, Str};
+        assert_eq!(Other(b"0").as_u64(), Ok(Some(0)));
+        assert_eq!(Other(b"123456789012345678").as_u64(), Ok(Some(123_456_789_012_345_678)));
+        for not_sure in [&b"-1"[..], b"-0", b"1.0", b"1e2", b"0.5"] {
+            assert_eq!(Other(not_sure).as_u64(), Err(NotSure), "{not_sure:?}");
+        }
+        for none in [Other(b"true"), Other(b"null"), Other(b"{}"), Str("7"), Absent] {
+            assert_eq!(none.as_u64(), Ok(None));
+        }
+        assert_eq!(
+            (Other(b"true").as_bool(), Other(b"false").as_bool(), Str("true").as_bool()),
+            (Some(true), Some(false), None)
+        );
+        assert!(Other(b"{}").is_object() && !Other(b"[]").is_object() && !Absent.is_object());
     }
 
     #[test]
