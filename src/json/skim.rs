@@ -100,10 +100,11 @@ pub fn root_members_nested<'l, const N: usize, const M: usize>(
     nested: (usize, &[&str; M]),
 ) -> Option<([Member<'l>; N], [Member<'l>; M])> {
     // simd-json parses documents below 4 GiB only.
-    if u32::try_from(line.len()).is_err() || simdutf8::basic::from_utf8(line).is_err() || has_control(line) {
+    if u32::try_from(line.len()).is_err() || has_control(line) {
         return None;
     }
-    let mut s = Skim { b: line, i: 0 };
+    let text = simdutf8::basic::from_utf8(line).ok()?;
+    let mut s = Skim { b: line, text, i: 0 };
     s.space();
     let found = s.object(keys, Some(nested))?;
     s.space();
@@ -119,6 +120,8 @@ fn has_control(line: &[u8]) -> bool {
 
 struct Skim<'l> {
     b: &'l [u8],
+    /// `b` as text (checked once).
+    text: &'l str,
     i: usize,
 }
 
@@ -156,8 +159,10 @@ impl<'l> Skim<'l> {
                         if escaped {
                             return None;
                         }
-                        // Valid UTF-8 as a part of the checked line, cut at quotes.
-                        found[k] = Member::Str(std::str::from_utf8(text).ok()?);
+                        // The line's text between its quotes (ASCII: char
+                        // boundaries).
+                        let end = self.i - 1;
+                        found[k] = Member::Str(self.text.get(end - text.len()..end)?);
                     }
                 }
                 (b'{', Some((_, nested_keys))) => (inner, []) = self.object::<M, 0>(nested_keys, None)?,
@@ -316,6 +321,17 @@ impl<'l> Skim<'l> {
     fn string(&mut self) -> Option<(&'l [u8], bool)> {
         (self.peek()? == b'"').then_some(())?;
         let start = self.i + 1;
+        // Most strings (keys, ids) end within 16 bytes, with no escape:
+        // found here, without a call.
+        #[cfg(target_arch = "x86_64")]
+        if let Some(chunk) = self.b.get(start..start + 16) {
+            let mask = mask_sse2(chunk);
+            let end = start + mask.trailing_zeros() as usize;
+            if mask != 0 && self.b[end] == b'"' {
+                self.i = end + 1;
+                return Some((&self.b[start..end], false));
+            }
+        }
         let mut j = start;
         let mut escaped = false;
         loop {
@@ -364,22 +380,31 @@ fn quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
 fn quote_or_backslash_sse2(b: &[u8], mut j: usize) -> Option<usize> {
-    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
     while let Some(chunk) = b.get(j..j + 16) {
-        // SAFETY: SSE2 is in every x86-64 target, and the load reads the 16
-        // bytes of `chunk` (no alignment needed).
-        let mask = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
-            let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
-            let s = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
-            _mm_movemask_epi8(_mm_or_si128(q, s)) as u32
-        };
+        let mask = mask_sse2(chunk);
         if mask != 0 {
             return Some(j + mask.trailing_zeros() as usize);
         }
         j += 16;
     }
     tail(b, j)
+}
+
+/// Bit `i` set where `chunk[i]` is a quote or a backslash, for the 16
+/// bytes of `chunk` (SSE2).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn mask_sse2(chunk: &[u8]) -> u32 {
+    use std::arch::x86_64::{__m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+    assert!(chunk.len() >= 16);
+    // SAFETY: SSE2 is in every x86-64 target, and the load reads 16 bytes
+    // of `chunk` (no alignment needed).
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+        let q = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+        let s = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+        _mm_movemask_epi8(_mm_or_si128(q, s)) as u32
+    }
 }
 
 /// [`quote_or_backslash`] 8 bytes at a time in a word.
