@@ -72,7 +72,7 @@ impl Input {
         if disc.files.is_empty() && (args.paths.is_empty() || !crate::cli::input::failed(&disc)) {
             return Err(nothing_found(args, &disc).into());
         }
-        let shard = apply_shard(args, &mut disc);
+        let shard = run.install(|| apply_shard(args, &mut disc));
         Ok(Self { disc, run, shard })
     }
 }

@@ -135,10 +135,13 @@ pub fn group_key(disc: &Discovery, group: &SessionGroup, roots: &[PathBuf], by: 
 }
 
 /// Keep the groups of `shard` (and their files) in `disc`; the number of
-/// groups dropped.
+/// groups dropped. The keys are taken in parallel, on the pool this runs
+/// in (a key may read a file's head).
 pub fn keep_shard(disc: &mut Discovery, roots: &[PathBuf], shard: Shard, by: ShardBy) -> usize {
+    use rayon::prelude::*;
+    let d = &*disc;
     let keep: Vec<bool> =
-        disc.groups.iter().map(|g| shard_of(&group_key(disc, g, roots, by), shard.count) == shard.index).collect();
+        d.groups.par_iter().map(|g| shard_of(&group_key(d, g, roots, by), shard.count) == shard.index).collect();
     let before = disc.groups.len();
     disc.retain_groups(&keep);
     before - disc.groups.len()
