@@ -5,8 +5,9 @@
 //! of the root object (`type`, `uuid`, `parentUuid`, ...) and whether the
 //! line parses at all. simd-json answers both, but builds a tape of the
 //! whole line and unescapes every string into it, most of them long texts
-//! nobody reads. [`root_members`] walks the line once, unescaping nothing,
-//! and says one of two things:
+//! nobody reads. [`root_members`] walks the line once, unescaping nothing
+//! ([`root_members_nested`] reads one object member's members in the same
+//! pass: `message` of an assistant line), and says one of two things:
 //!
 //! - `Some`: the line is JSON that simd-json's tape parse (and so the full
 //!   read) accepts, its root is an object, and the first member of each
