@@ -136,15 +136,7 @@ pub fn with_bytes<R>(
         }
         // At most the size seen at open: a file that grew is cut there, one
         // that shrank gives fewer bytes.
-        let mut n = 0;
-        while n < want {
-            match file.read(&mut buf[n..want]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let n = fill(&mut file, &mut buf[..want])?;
         let out = f(&buf[..n]);
         if buf.len() as u64 > 2 * READ_BELOW {
             // A large live file: not kept for the next one.
@@ -186,18 +178,24 @@ pub fn read_padded(mut reader: io::Take<File>, bump: &bumpalo::Bump, pad: usize)
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "file too large to read"))?;
     let buf = bump.alloc_slice_fill_copy(cap, b' ');
     let want = cap - pad;
+    let n = fill(&mut reader, &mut buf[..want])?;
+    // A file that shrank: the padding follows the bytes read.
+    buf[n..].fill(b' ');
+    Ok((buf, n))
+}
+
+/// Read into `buf` until it is full or the reader ends; the bytes read.
+fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
-    while n < want {
-        match reader.read(&mut buf[n..want]) {
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
-    // A file that shrank: the padding follows the bytes read.
-    buf[n..].fill(b' ');
-    Ok((buf, n))
+    Ok(n)
 }
 
 /// Map the first `len` bytes of `file`.
